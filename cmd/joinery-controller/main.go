@@ -1,0 +1,106 @@
+// Command joinery-controller runs joinery's controllers (NodeClaim lifecycle, termination,
+// disruption, node classes, buffers) in one controller-runtime manager with leader election,
+// health probes and a Prometheus metrics endpoint.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/joinery-dev/joinery/apis"
+	"github.com/joinery-dev/joinery/internal/version"
+)
+
+type options struct {
+	metricsAddr             string
+	probeAddr               string
+	leaderElect             bool
+	leaderElectionNamespace string
+	leaseDuration           time.Duration
+	printVersion            bool
+}
+
+func main() {
+	var opts options
+	flag.StringVar(&opts.metricsAddr, "metrics-bind-address", ":8080", "address the Prometheus metrics endpoint binds to; \"0\" disables it")
+	flag.StringVar(&opts.probeAddr, "health-probe-bind-address", ":8081", "address the /healthz and /readyz endpoints bind to")
+	flag.BoolVar(&opts.leaderElect, "leader-elect", true, "elect a leader so that only one replica acts at a time")
+	flag.StringVar(&opts.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace, or kube-system out of cluster)")
+	flag.DurationVar(&opts.leaseDuration, "leader-election-lease-duration", 15*time.Second, "how long a leader's lease lasts before another replica may take over")
+	flag.BoolVar(&opts.printVersion, "version", false, "print the version and exit")
+	zapOpts := zap.Options{Development: false} // JSON logs unless --zap-devel
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+
+	if opts.printVersion {
+		fmt.Println(version.String("joinery-controller"))
+		return
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	if err := run(opts); err != nil {
+		ctrl.Log.Error(err, "joinery-controller stopped")
+		os.Exit(1)
+	}
+}
+
+func run(opts options) error {
+	log := ctrl.Log.WithName("setup")
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return fmt.Errorf("registering Kubernetes types: %w", err)
+	}
+	if err := apis.AddToScheme(scheme); err != nil {
+		return fmt.Errorf("registering joinery types: %w", err)
+	}
+
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	leaseDuration := opts.leaseDuration
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
+		HealthProbeBindAddress:  opts.probeAddr,
+		LeaderElection:          opts.leaderElect,
+		LeaderElectionID:        "joinery-controller-leader",
+		LeaderElectionNamespace: leaderElectionNamespace(opts.leaderElectionNamespace),
+		LeaseDuration:           &leaseDuration,
+	})
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding readiness check: %w", err)
+	}
+
+	log.Info("starting", "version", version.Version, "kubernetes", version.KubernetesVersion())
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		return fmt.Errorf("running manager: %w", err)
+	}
+	return nil
+}
+
+// leaderElectionNamespace prefers the flag, then the namespace the pod runs in (in-cluster),
+// then kube-system, so a binary run by hand against a cluster still elects a leader.
+func leaderElectionNamespace(flagValue string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	if ns, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil && len(ns) > 0 {
+		return string(ns)
+	}
+	return "kube-system"
+}

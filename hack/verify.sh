@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Checks what CI must never let through: stale generated code (run after `make generate`),
+# unformatted Go, go vet findings, and files a build or generation left uncommitted.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+status=0
+unformatted=$(gofmt -l $(git ls-files --cached --others --exclude-standard '*.go'))
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change these files (run gofmt -w):" >&2
+  echo "$unformatted" >&2
+  status=1
+fi
+
+if ! go vet ./...; then
+  echo "go vet found problems" >&2
+  status=1
+fi
+
+dirty=$(git status --porcelain)
+if [ -n "$dirty" ]; then
+  echo "the tree is dirty after make generate: generated files are stale or changes are uncommitted:" >&2
+  echo "$dirty" >&2
+  git --no-pager diff --stat >&2
+  status=1
+fi
+exit $status
