@@ -1,0 +1,43 @@
+package v1
+
+// Group is the API group of the AWS provider's kinds (EC2NodeClass).
+const Group = "karpenter.k8s.aws"
+
+// Well-known labels of EC2 instance types, set on nodes and usable in NodePool and pod requirements.
+const (
+	LabelInstanceHypervisor                   = Group + "/instance-hypervisor"
+	LabelInstanceEncryptionInTransitSupported = Group + "/instance-encryption-in-transit-supported"
+	LabelInstanceCategory                     = Group + "/instance-category"
+	LabelInstanceFamily                       = Group + "/instance-family"
+	LabelInstanceGeneration                   = Group + "/instance-generation"
+	LabelInstanceLocalNVME                    = Group + "/instance-local-nvme"
+	LabelInstanceSize                         = Group + "/instance-size"
+	LabelInstanceCPU                          = Group + "/instance-cpu"
+	LabelInstanceCPUManufacturer              = Group + "/instance-cpu-manufacturer"
+	LabelInstanceCPUSustainedClockSpeedMhz    = Group + "/instance-cpu-sustained-clock-speed-mhz"
+	LabelInstanceMemory                       = Group + "/instance-memory"
+	LabelInstanceEBSBandwidth                 = Group + "/instance-ebs-bandwidth"
+	LabelInstanceNetworkBandwidth             = Group + "/instance-network-bandwidth"
+	LabelInstanceGPUName                      = Group + "/instance-gpu-name"
+	LabelInstanceGPUManufacturer              = Group + "/instance-gpu-manufacturer"
+	LabelInstanceGPUCount                     = Group + "/instance-gpu-count"
+	LabelInstanceGPUMemory                    = Group + "/instance-gpu-memory"
+	LabelInstanceAcceleratorName              = Group + "/instance-accelerator-name"
+	LabelInstanceAcceleratorManufacturer      = Group + "/instance-accelerator-manufacturer"
+	LabelInstanceAcceleratorCount             = Group + "/instance-accelerator-count"
+	LabelInstanceCapabilityFlex               = Group + "/instance-capability-flex"
+	LabelCapacityReservationID                = Group + "/capacity-reservation-id"
+	LabelCapacityReservationType              = Group + "/capacity-reservation-type"
+	LabelTopologyZoneID                       = "topology.k8s.aws/zone-id"
+)
+
+// Annotations and tags.
+const (
+	AnnotationEC2NodeClassHash        = Group + "/ec2nodeclass-hash"
+	AnnotationEC2NodeClassHashVersion = Group + "/ec2nodeclass-hash-version"
+	AnnotationKubeletDriftHash        = Group + "/kubelet-drift-hash"
+	TagNodeClaim                      = "karpenter.sh/nodeclaim"
+	TagNodePool                       = "karpenter.sh/nodepool"
+	TagEC2NodeClass                   = Group + "/ec2nodeclass"
+	TagManagedLaunchTemplate          = Group + "/cluster"
+)

@@ -1,0 +1,19 @@
+package v1
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+func TestAddToScheme(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []string{"NodePool", "NodePoolList", "NodeClaim", "NodeClaimList"} {
+		if !scheme.Recognizes(SchemeGroupVersion.WithKind(kind)) {
+			t.Errorf("scheme does not recognize %s/%s", SchemeGroupVersion, kind)
+		}
+	}
+}
