@@ -1,0 +1,120 @@
+package scheduling
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	awsv1 "github.com/joinery-dev/joinery/apis/aws/v1"
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+)
+
+// LabelInstancePods is the number of pods an instance type supports. Karpenter's docs list it
+// among the AWS well-known labels; apis/aws/v1 does not define it yet.
+const LabelInstancePods = awsv1.Group + "/instance-pods"
+
+// WellKnownLabels are the label keys that joinery derives from instance types and offerings (or
+// sets itself), so a pod may constrain them even when a NodePool leaves them open: "if a
+// requirement is not defined for a well known label, any value available to the cloud provider
+// may be chosen". Pass it as allowUndefined to Requirements.Compatible. Treat it as read-only.
+var WellKnownLabels = sets.New(
+	// Kubernetes.
+	corev1.LabelArchStable,
+	corev1.LabelOSStable,
+	corev1.LabelInstanceTypeStable,
+	corev1.LabelTopologyZone,
+	corev1.LabelTopologyRegion,
+	corev1.LabelHostname,
+	corev1.LabelWindowsBuild,
+	// Karpenter.
+	karpv1.NodePoolLabelKey,
+	karpv1.CapacityTypeLabelKey,
+	// AWS.
+	awsv1.LabelInstanceHypervisor,
+	awsv1.LabelInstanceEncryptionInTransitSupported,
+	awsv1.LabelInstanceCategory,
+	awsv1.LabelInstanceFamily,
+	awsv1.LabelInstanceGeneration,
+	awsv1.LabelInstanceLocalNVME,
+	awsv1.LabelInstanceSize,
+	awsv1.LabelInstanceCPU,
+	awsv1.LabelInstanceCPUManufacturer,
+	awsv1.LabelInstanceCPUSustainedClockSpeedMhz,
+	awsv1.LabelInstanceMemory,
+	awsv1.LabelInstanceEBSBandwidth,
+	awsv1.LabelInstanceNetworkBandwidth,
+	awsv1.LabelInstanceGPUName,
+	awsv1.LabelInstanceGPUManufacturer,
+	awsv1.LabelInstanceGPUCount,
+	awsv1.LabelInstanceGPUMemory,
+	awsv1.LabelInstanceAcceleratorName,
+	awsv1.LabelInstanceAcceleratorManufacturer,
+	awsv1.LabelInstanceAcceleratorCount,
+	awsv1.LabelInstanceCapabilityFlex,
+	awsv1.LabelCapacityReservationID,
+	awsv1.LabelCapacityReservationType,
+	awsv1.LabelTopologyZoneID,
+	LabelInstancePods,
+)
+
+// IsWellKnownLabel reports whether key is in WellKnownLabels.
+func IsWellKnownLabel(key string) bool { return WellKnownLabels.Has(key) }
+
+// labelTranslations maps label keys that mean the same as a well-known key onto it: Kubernetes'
+// deprecated beta labels (which Karpenter translates to their stable equivalents) and the EBS CSI
+// driver's zone topology key, which PersistentVolumes carry in their node affinity.
+var labelTranslations = map[string]string{
+	"beta.kubernetes.io/arch":           corev1.LabelArchStable,
+	"beta.kubernetes.io/os":             corev1.LabelOSStable,
+	corev1.LabelInstanceType:            corev1.LabelInstanceTypeStable,
+	corev1.LabelFailureDomainBetaZone:   corev1.LabelTopologyZone,
+	corev1.LabelFailureDomainBetaRegion: corev1.LabelTopologyRegion,
+	"topology.ebs.csi.aws.com/zone":     corev1.LabelTopologyZone,
+}
+
+// NormalizeLabelKey returns the well-known key that key stands for (see labelTranslations), or
+// key itself. Requirements built from pods and volumes go through it, so a pod selecting
+// failure-domain.beta.kubernetes.io/zone is matched against NodePools' topology.kubernetes.io/zone.
+func NormalizeLabelKey(key string) string {
+	if translated, ok := labelTranslations[key]; ok {
+		return translated
+	}
+	return key
+}
+
+// IsRestrictedLabel returns an error when key may not be set by users as a NodePool requirement
+// or template label, because its domain belongs to Kubernetes or to joinery itself. Well-known
+// labels (and the deprecated keys that translate to them) are allowed in restricted domains,
+// except kubernetes.io/hostname, which only the node itself may decide. node.kubernetes.io and
+// node-restriction.kubernetes.io are left to users: kubelets may label their own nodes in the
+// first, and the second exists for cluster administrators.
+func IsRestrictedLabel(key string) error {
+	if key == corev1.LabelHostname {
+		return fmt.Errorf("label %q is restricted: the node's hostname decides it", key)
+	}
+	if WellKnownLabels.Has(NormalizeLabelKey(key)) {
+		return nil
+	}
+	domain, _, found := strings.Cut(key, "/")
+	if !found {
+		return nil
+	}
+	for _, allowed := range []string{"node.kubernetes.io", "node-restriction.kubernetes.io"} {
+		if inDomain(domain, allowed) {
+			return nil
+		}
+	}
+	for _, restricted := range []string{"kubernetes.io", "k8s.io", karpv1.Group} {
+		if inDomain(domain, restricted) {
+			return fmt.Errorf("label %q is restricted: domain %q is reserved, only its well-known labels may be used", key, restricted)
+		}
+	}
+	return nil
+}
+
+// inDomain reports whether domain is parent or one of its subdomains.
+func inDomain(domain, parent string) bool {
+	return domain == parent || strings.HasSuffix(domain, "."+parent)
+}
