@@ -1,0 +1,38 @@
+package localcluster
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+)
+
+// joineryController runs bin/joinery-controller with leader election on, as in a real
+// deployment, its metrics and probes on free loopback ports. It is ready once /readyz is.
+func (c *Cluster) joineryController() component {
+	return component{
+		name: string(JoineryController),
+		configure: func() ([]string, error) {
+			metrics, err := freePort()
+			if err != nil {
+				return nil, err
+			}
+			probe, err := freePort()
+			if err != nil {
+				return nil, err
+			}
+			c.controllerMetricsPort, c.controllerProbePort = metrics, probe
+			return []string{
+				"--kubeconfig=" + c.kubeconfigPath,
+				"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(metrics),
+				"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probe),
+				"--leader-elect=true",
+				"--leader-election-namespace=kube-system",
+			}, nil
+		},
+		ready: func(ctx context.Context) error {
+			return probeOK(ctx, http.DefaultClient, fmt.Sprintf("http://127.0.0.1:%d/readyz", c.controllerProbePort))
+		},
+		ports: func() []int { return []int{c.controllerMetricsPort, c.controllerProbePort} },
+	}
+}
