@@ -1,12 +1,17 @@
-// Package localcluster runs a real Kubernetes control plane on 127.0.0.1 from binaries built
-// by hack/tools.sh: etcd and kube-apiserver, each its own process with its own log file and
+// Package localcluster runs a real Kubernetes cluster on 127.0.0.1 from binaries built by
+// hack/tools.sh and `make build`: etcd and kube-apiserver, plus the Options.Components —
+// kube-controller-manager, kwok (the kubelets of nodes annotated kwok.x-k8s.io/node=fake),
+// joinery-scheduler and joinery-controller — each its own process with its own log file and
 // readiness check, on free ports so that several clusters can run side by side. The
-// integration tests, the e2e suites and `make run` build on it.
+// integration tests, the e2e suites, `make cluster` and `make run` build on it.
 //
 // Layout of Options.Dir:
 //
 //	pki/               CA, serving and admin certificates, service-account key
 //	etcd/              etcd's data
 //	admin.kubeconfig   admin credentials (system:masters), certificates embedded
-//	logs/<name>.log    one log per component, appended across runs
+//	                   (Options.KubeconfigPath moves it)
+//	kwok/, joinery-scheduler/, kube-controller-manager/
+//	                   generated configuration and serving certificates of those components
+//	logs/<name>.log    one log per component, appended across runs (Options.LogsDir moves them)
 package localcluster

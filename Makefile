@@ -1,0 +1,72 @@
+# joinery's build. Every target works on a machine that has only Go: tools come from go.mod.
+SHELL := /usr/bin/env bash -o pipefail
+.DEFAULT_GOAL := build
+
+GO        ?= go
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
+KUBE_VERSION := $(shell $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes)
+KUBE_MINOR   := $(word 2,$(subst ., ,$(KUBE_VERSION)))
+TEST_FLAGS ?= -timeout 30m
+
+# kube-scheduler reports the Kubernetes version it is built from; joinery's own version goes
+# into internal/version.
+LDFLAGS := -X github.com/joinery-dev/joinery/internal/version.Version=$(VERSION) \
+           -X github.com/joinery-dev/joinery/internal/version.Commit=$(COMMIT) \
+           -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
+           -X k8s.io/component-base/version.gitMajor=1 \
+           -X k8s.io/component-base/version.gitMinor=$(KUBE_MINOR) \
+           -X k8s.io/component-base/version.gitTreeState=clean
+
+.PHONY: build
+build: ## Build joinery-scheduler and joinery-controller into bin/
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/ ./cmd/joinery-scheduler ./cmd/joinery-controller
+
+.PHONY: tools
+tools: ## Build etcd, kube-apiserver, kube-controller-manager and kwok from go.mod into .local/bin (once; rebuilt when go.mod changes)
+	hack/tools.sh etcd kube-apiserver kube-controller-manager kwok
+
+.PHONY: generate
+generate: ## Generate deepcopy functions and the CRDs in manifests/crds
+	$(GO) tool controller-gen object paths=./apis/...
+	rm -f manifests/crds/*.yaml
+	$(GO) tool controller-gen crd paths=./apis/... output:crd:dir=manifests/crds
+
+.PHONY: verify
+verify: generate ## Fail when generated files are stale, code is not gofmt'ed, go vet complains or the tree is dirty
+	hack/verify.sh
+
+.PHONY: test
+test: tools build ## Unit, integration and e2e tests (what CI runs); integration and e2e tests start real clusters on 127.0.0.1
+	$(GO) test $(TEST_FLAGS) ./...
+
+LOCALCLUSTER := .local/bin/localcluster
+
+.PHONY: localcluster
+localcluster:
+	@$(GO) build -o $(LOCALCLUSTER) ./hack/localcluster
+
+.PHONY: cluster
+cluster: tools build localcluster ## Start the local cluster in the background; prints the kubeconfig (.local/kubeconfig)
+	@$(LOCALCLUSTER) up --build=false
+
+.PHONY: cluster-down
+cluster-down: localcluster ## Stop the local cluster: every process ends, ports freed, data removed
+	@$(LOCALCLUSTER) down
+
+.PHONY: run
+run: localcluster ## Start the local cluster with a sample NodePool and workload and watch it live; Ctrl-C stops it
+	@$(LOCALCLUSTER) run
+
+# The suites start the local cluster themselves, or run against the cluster KUBECONFIG names.
+.PHONY: e2e
+e2e: tools build ## Run the e2e suites on the local cluster, or on the cluster KUBECONFIG names when set
+	JOINERY_E2E_KUBECONFIG="$(KUBECONFIG)" $(GO) test $(TEST_FLAGS) -count=1 ./e2e/...
+
+.PHONY: fuzz
+fuzz: ## Run the fuzz targets for a short while each
+	$(GO) test ./scheduling/ -run '^$$' -fuzz FuzzIntersection -fuzztime 60s
+
+.PHONY: help
+help: ## Show the targets
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'

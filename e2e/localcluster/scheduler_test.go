@@ -1,0 +1,76 @@
+package localcluster
+
+import (
+	"slices"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
+)
+
+// TestSchedulerConfig decodes the rendered file with kube-scheduler's own scheme and
+// validation, as joinery-scheduler does at start.
+func TestSchedulerConfig(t *testing.T) {
+	cases := []struct {
+		secondary bool
+		want      []string
+	}{
+		{false, []string{"joinery", "default-scheduler"}},
+		{true, []string{"joinery"}},
+	}
+	for _, tc := range cases {
+		data, err := SchedulerConfig("/tmp/kubeconfig", tc.secondary)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj, _, err := scheme.Codecs.UniversalDecoder().Decode(data, nil, nil)
+		if err != nil {
+			t.Fatalf("decode:\n%s\n%v", data, err)
+		}
+		cfg, ok := obj.(*config.KubeSchedulerConfiguration)
+		if !ok {
+			t.Fatalf("decoded %T", obj)
+		}
+		if err := validation.ValidateKubeSchedulerConfiguration(cfg); err != nil {
+			t.Errorf("invalid: %v", err)
+		}
+		var names []string
+		for _, p := range cfg.Profiles {
+			names = append(names, p.SchedulerName)
+		}
+		if !slices.Equal(names, tc.want) {
+			t.Errorf("secondary=%v: profiles %v, want %v", tc.secondary, names, tc.want)
+		}
+		if cfg.LeaderElection.LeaderElect || cfg.ClientConnection.Kubeconfig != "/tmp/kubeconfig" {
+			t.Errorf("leader election %v, kubeconfig %q", cfg.LeaderElection.LeaderElect, cfg.ClientConnection.Kubeconfig)
+		}
+	}
+}
+
+// TestKwokStages checks the embedded stage file: every document is a kwok Stage with a
+// resource and a next step, and the node and pod lifecycles are covered.
+func TestKwokStages(t *testing.T) {
+	objs, err := DecodeManifests(kwokStages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byKind := map[string][]string{}
+	for _, obj := range objs {
+		if obj.GetAPIVersion() != "kwok.x-k8s.io/v1alpha1" || obj.GetKind() != "Stage" {
+			t.Errorf("%s: %s %s, want a kwok.x-k8s.io/v1alpha1 Stage", obj.GetName(), obj.GetAPIVersion(), obj.GetKind())
+		}
+		kind, _, _ := unstructured.NestedString(obj.Object, "spec", "resourceRef", "kind")
+		if _, ok := obj.Object["spec"].(map[string]any)["next"]; !ok {
+			t.Errorf("%s has no next step", obj.GetName())
+		}
+		byKind[kind] = append(byKind[kind], obj.GetName())
+	}
+	want := map[string][]string{"Node": {"node-ready", "node-heartbeat"}, "Pod": {"pod-running", "pod-delete"}}
+	for kind, names := range want {
+		if !slices.Equal(byKind[kind], names) {
+			t.Errorf("%s stages %v, want %v", kind, byKind[kind], names)
+		}
+	}
+}

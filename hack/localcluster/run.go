@@ -1,0 +1,200 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/joinery-dev/joinery/e2e/localcluster"
+)
+
+//go:embed samples/*.yaml
+var samples embed.FS
+
+const (
+	refreshInterval = 2 * time.Second
+	// settleTimeout is how long the sample pods get to run before the workload is scaled down
+	// anyway: until provisioning exists they stay pending.
+	settleTimeout = 3 * time.Minute
+	// sampleSelector picks the sample workload's objects.
+	sampleSelector = "app.kubernetes.io/part-of=joinery-sample"
+)
+
+// scaledDownReplicas is what each sample Deployment is scaled to once its pods settled,
+// leaving capacity for consolidation to remove.
+var scaledDownReplicas = map[string]int{"sample-small": 3, "sample-medium": 1, "sample-large": 0}
+
+var nodeClaimsResource = schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodeclaims"}
+
+// run starts the cluster in the foreground, applies the samples, shows the live view every
+// refreshInterval and stops everything on Ctrl-C.
+func run(p paths, build bool) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if build {
+		if err := ensureBinaries(ctx, p); err != nil {
+			return err
+		}
+	}
+	if s, err := readState(p.statePath()); err == nil && alive(s.SupervisorPID) {
+		return errors.New("a local cluster started by `make cluster` is running; stop it with `make cluster-down` first")
+	}
+	say("starting the local cluster: etcd, kube-apiserver, kube-controller-manager, kwok, joinery-scheduler, joinery-controller")
+	opts := p.options()
+	opts.Logger = progressLogger()
+	begin := time.Now()
+	startCtx, cancel := context.WithTimeout(ctx, startTimeout)
+	c, err := localcluster.Start(startCtx, opts)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("start the local cluster: %w", err)
+	}
+	defer func() {
+		say("stopping the local cluster")
+		if err := c.Stop(); err != nil {
+			say("stop: %v", err)
+			return
+		}
+		say("stopped; every process ended; logs are in %s", p.logsDir)
+	}()
+	say("local cluster ready in %s", time.Since(begin).Round(100*time.Millisecond))
+	say("while it runs: export KUBECONFIG=%s", c.KubeconfigPath())
+
+	note, err := applySamples(ctx, c)
+	if err != nil {
+		return err
+	}
+	return watch(ctx, c, note)
+}
+
+// applySamples applies the NodePool, the kwok node class when its API exists, and the
+// workload; it returns what the view should say about provisioning.
+func applySamples(ctx context.Context, c *localcluster.Cluster) (string, error) {
+	applier, err := localcluster.NewApplier(c.RESTConfig())
+	if err != nil {
+		return "", err
+	}
+	note := "provisioning is not built yet: the sample pods stay pending until joinery's kwok provider exists"
+	files := []string{"samples/nodepool.yaml", "samples/workload.yaml"}
+	if applier.HasKind("karpenter.kwok.sh", "v1alpha1", "KWOKNodeClass") {
+		files = append([]string{"samples/kwoknodeclass.yaml"}, files...)
+		note = "joinery provisions kwok nodes for the pending pods"
+	}
+	for _, name := range files {
+		data, err := samples.ReadFile(name)
+		if err != nil {
+			return "", err
+		}
+		if err := applier.Apply(ctx, data, false); err != nil {
+			return "", fmt.Errorf("apply %s: %w", name, err)
+		}
+		say("applied %s", name)
+	}
+	return note, nil
+}
+
+// watch refreshes the live view until ctx ends or a component crashes. Once no sample pod is
+// pending (or settleTimeout passed), it scales the workload down.
+func watch(ctx context.Context, c *localcluster.Cluster, note string) error {
+	client, err := kubernetes.NewForConfig(c.RESTConfig())
+	if err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(c.RESTConfig())
+	if err != nil {
+		return fmt.Errorf("dynamic client: %w", err)
+	}
+	settleBy := time.Now().Add(settleTimeout)
+	scaled := false
+	tick := time.NewTicker(refreshInterval)
+	defer tick.Stop()
+	for {
+		s, err := collect(ctx, client, dyn)
+		if err != nil && ctx.Err() == nil {
+			s.note = fmt.Sprintf("cannot read the cluster: %v", err)
+		}
+		if err == nil && !scaled && (settled(s.pods) || time.Now().After(settleBy)) {
+			if err := scaleDown(ctx, client); err != nil {
+				return err
+			}
+			scaled = true
+		}
+		status := note
+		if scaled {
+			status += "\nscaled the workload down to 3 small + 1 medium pods: consolidation (once built) removes the spare capacity"
+		}
+		if s.note == "" {
+			s.note = status
+		}
+		var screen bytes.Buffer
+		screen.WriteString("\033[H\033[2J") // clear the terminal
+		fmt.Fprintf(&screen, "joinery local cluster — %s — Ctrl-C stops everything\n\n", time.Now().Format(time.TimeOnly))
+		render(&screen, s)
+		os.Stdout.Write(screen.Bytes())
+
+		select {
+		case <-ctx.Done():
+			fmt.Println()
+			return nil
+		case err := <-c.Crashed():
+			return fmt.Errorf("a component crashed: %w", err)
+		case <-tick.C:
+		}
+	}
+}
+
+func collect(ctx context.Context, client kubernetes.Interface, dyn dynamic.Interface) (snapshot, error) {
+	var s snapshot
+	pods, err := client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: sampleSelector})
+	if err != nil {
+		return s, fmt.Errorf("list pods: %w", err)
+	}
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return s, fmt.Errorf("list nodes: %w", err)
+	}
+	claims, err := dyn.Resource(nodeClaimsResource).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return s, fmt.Errorf("list nodeclaims: %w", err)
+	}
+	s.pods, s.nodes, s.nodeClaims = pods.Items, nodes.Items, claims.Items
+	sortByName(s.pods, func(p corev1.Pod) string { return p.Name })
+	sortByName(s.nodes, func(n corev1.Node) string { return n.Name })
+	return s, nil
+}
+
+// settled reports whether every sample pod runs.
+func settled(pods []corev1.Pod) bool {
+	if len(pods) == 0 {
+		return false
+	}
+	for _, pod := range pods {
+		if pod.Status.Phase != corev1.PodRunning {
+			return false
+		}
+	}
+	return true
+}
+
+func scaleDown(ctx context.Context, client kubernetes.Interface) error {
+	for name, replicas := range scaledDownReplicas {
+		patch := fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, replicas)
+		if _, err := client.AppsV1().Deployments(metav1.NamespaceDefault).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			return fmt.Errorf("scale %s down: %w", name, err)
+		}
+	}
+	return nil
+}
