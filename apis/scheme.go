@@ -9,6 +9,7 @@ import (
 	awsv1 "github.com/joinery-dev/joinery/apis/aws/v1"
 	karpenterv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	karpenterv1alpha1 "github.com/joinery-dev/joinery/apis/karpenter/v1alpha1"
+	kwokv1alpha1 "github.com/joinery-dev/joinery/apis/kwok/v1alpha1"
 )
 
 var schemeBuilder = runtime.NewSchemeBuilder(
@@ -16,7 +17,9 @@ var schemeBuilder = runtime.NewSchemeBuilder(
 	karpenterv1alpha1.AddToScheme,
 	awsv1.AddToScheme,
 	autoscalingv1alpha1.AddToScheme,
+	kwokv1alpha1.AddToScheme,
 )
 
-// AddToScheme registers NodePool, NodeClaim, NodeOverlay, EC2NodeClass and CapacityBuffer.
+// AddToScheme registers NodePool, NodeClaim, NodeOverlay, EC2NodeClass, CapacityBuffer and
+// KWOKNodeClass.
 var AddToScheme = schemeBuilder.AddToScheme

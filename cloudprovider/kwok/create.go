@@ -1,0 +1,190 @@
+package kwok
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	awsv1 "github.com/joinery-dev/joinery/apis/aws/v1"
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/cloudprovider"
+	"github.com/joinery-dev/joinery/scheduling"
+)
+
+// Create launches a kwok Node for nodeClaim: of the instance types its requirements allow and its
+// requests fit, the offering of the most preferred capacity type (reserved, spot, on-demand) that
+// is cheapest. Creating a NodeClaim whose Node exists already returns that Node's description,
+// so a retried launch does not fail.
+func (p *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
+	if err := p.checkNodeClass(ctx, nodeClaim.Spec.NodeClassRef); err != nil {
+		return nil, fmt.Errorf("nodeclaim %s: %w", nodeClaim.Name, err)
+	}
+	reqs := scheduling.FromNodeSelectorRequirementsWithMinValues(nodeClaim.Spec.Requirements...)
+	candidates := p.candidates(reqs, nodeClaim.Spec.Resources.Requests)
+	if hasReserved(candidates) {
+		p.launchMu.Lock()
+		defer p.launchMu.Unlock()
+		var err error
+		if candidates, err = p.withoutExhaustedReservations(ctx, candidates); err != nil {
+			return nil, err
+		}
+	}
+	if len(candidates) == 0 {
+		return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("nodeclaim %s: %s", nodeClaim.Name, p.whyNoCandidate(reqs, nodeClaim.Spec.Resources.Requests)))
+	}
+	chosen := candidates[0]
+	node := buildNode(nodeClaim, reqs, chosen.instanceType, chosen.offering)
+	if err := p.client.Create(ctx, node); err != nil {
+		if !apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("creating node for nodeclaim %s: %w", nodeClaim.Name, err)
+		}
+		return p.existing(ctx, nodeClaim, node.Name)
+	}
+	return resolved(nodeClaim, node), nil
+}
+
+// candidate is one instance type and offering a NodeClaim could launch as.
+type candidate struct {
+	instanceType *cloudprovider.InstanceType
+	offering     *cloudprovider.Offering
+}
+
+// candidates lists the launchable choices, best first: capacity type priority, then price, then
+// type name and zone so that equal choices are decided the same way every time.
+func (p *CloudProvider) candidates(reqs scheduling.Requirements, requests corev1.ResourceList) []candidate {
+	var out []candidate
+	for _, it := range p.instanceTypes {
+		if it.Requirements.Intersects(reqs) != nil || scheduling.Fits(requests, it.Allocatable()) != nil {
+			continue
+		}
+		for _, o := range it.Offerings.Available().Compatible(reqs) {
+			out = append(out, candidate{instanceType: it, offering: o})
+		}
+	}
+	slices.SortFunc(out, func(a, b candidate) int {
+		return cmp.Or(
+			cmp.Compare(cloudprovider.CapacityTypePriority(a.offering.CapacityType()), cloudprovider.CapacityTypePriority(b.offering.CapacityType())),
+			cmp.Compare(a.offering.Price, b.offering.Price),
+			cmp.Compare(a.instanceType.Name, b.instanceType.Name),
+			cmp.Compare(a.offering.Zone(), b.offering.Zone()),
+		)
+	})
+	return out
+}
+
+func hasReserved(cs []candidate) bool {
+	return slices.ContainsFunc(cs, func(c candidate) bool { return c.offering.ReservationID() != "" })
+}
+
+// withoutExhaustedReservations drops reserved offerings whose reservation already has as many
+// nodes as its capacity.
+func (p *CloudProvider) withoutExhaustedReservations(ctx context.Context, cs []candidate) ([]candidate, error) {
+	nodes, err := p.managedNodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	used := map[string]int{}
+	for _, n := range nodes {
+		if id := n.Labels[awsv1.LabelCapacityReservationID]; id != "" {
+			used[id]++
+		}
+	}
+	return slices.DeleteFunc(cs, func(c candidate) bool {
+		id := c.offering.ReservationID()
+		return id != "" && used[id] >= c.offering.ReservationCapacity
+	}), nil
+}
+
+// whyNoCandidate explains an empty candidate list for the insufficient-capacity error.
+func (p *CloudProvider) whyNoCandidate(reqs scheduling.Requirements, requests corev1.ResourceList) string {
+	compatible, fitting := 0, 0
+	for _, it := range p.instanceTypes {
+		if it.Requirements.Intersects(reqs) != nil {
+			continue
+		}
+		compatible++
+		if scheduling.Fits(requests, it.Allocatable()) == nil {
+			fitting++
+		}
+	}
+	switch {
+	case compatible == 0:
+		return fmt.Sprintf("no instance type meets requirements %s", reqs)
+	case fitting == 0:
+		return fmt.Sprintf("none of %d instance types meeting the requirements fits requests %s", compatible, describeResources(requests))
+	default:
+		return fmt.Sprintf("no available offering of %d instance types matches requirements %s", fitting, reqs)
+	}
+}
+
+func describeResources(list corev1.ResourceList) string {
+	parts := make([]string, 0, len(list))
+	for name, q := range list {
+		parts = append(parts, fmt.Sprintf("%s=%s", name, q.String()))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ",")
+}
+
+// existing describes the Node a previous attempt created for nodeClaim.
+func (p *CloudProvider) existing(ctx context.Context, nodeClaim *karpv1.NodeClaim, name string) (*karpv1.NodeClaim, error) {
+	var node corev1.Node
+	if err := p.client.Get(ctx, client.ObjectKey{Name: name}, &node); err != nil {
+		return nil, fmt.Errorf("getting existing node for nodeclaim %s: %w", nodeClaim.Name, err)
+	}
+	if !isManaged(&node) {
+		return nil, cloudprovider.NewCreateError(fmt.Errorf("node %s exists and is not a kwok node", name), "NodeNameTaken", "a node named "+name+" exists and is not managed by the kwok provider")
+	}
+	return resolved(nodeClaim, &node), nil
+}
+
+// buildNode is the Node for nodeClaim launched as it through offering.
+func buildNode(nodeClaim *karpv1.NodeClaim, reqs scheduling.Requirements, it *cloudprovider.InstanceType, offering *cloudprovider.Offering) *corev1.Node {
+	name := nodeClaim.Name
+	labels := map[string]string{}
+	// Later sources win: what the instance and offering are overrides what was asked for.
+	for _, source := range []map[string]string{nodeClaim.Labels, reqs.Labels(), it.Requirements.Labels(), offering.Requirements.Labels()} {
+		for k, v := range source {
+			labels[k] = v
+		}
+	}
+	labels[corev1.LabelOSStable] = chooseOS(it, reqs)
+	labels[corev1.LabelHostname] = name
+
+	taints := slices.Concat(nodeClaim.Spec.Taints, nodeClaim.Spec.StartupTaints)
+	unregistered := corev1.Taint{Key: karpv1.UnregisteredTaintKey, Effect: corev1.TaintEffectNoExecute}
+	if !slices.ContainsFunc(taints, func(t corev1.Taint) bool { return t.MatchTaint(&unregistered) }) {
+		taints = append(taints, unregistered)
+	}
+
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Labels:      labels,
+			Annotations: map[string]string{KwokNodeAnnotation: KwokNodeAnnotationValue},
+		},
+		Spec: corev1.NodeSpec{ProviderID: ProviderIDPrefix + name, Taints: taints},
+		Status: corev1.NodeStatus{
+			Capacity:    it.Capacity.DeepCopy(),
+			Allocatable: it.Allocatable().DeepCopy(),
+			NodeInfo:    corev1.NodeSystemInfo{Architecture: labels[corev1.LabelArchStable], OperatingSystem: labels[corev1.LabelOSStable]},
+		},
+	}
+}
+
+// chooseOS picks the node's operating system among those the type runs and the NodeClaim allows:
+// linux when possible, as it is every provider's default.
+func chooseOS(it *cloudprovider.InstanceType, reqs scheduling.Requirements) string {
+	allowed := it.Requirements.Get(corev1.LabelOSStable).Intersection(reqs.Get(corev1.LabelOSStable))
+	if allowed.Has(string(corev1.Linux)) {
+		return string(corev1.Linux)
+	}
+	return allowed.Any()
+}
