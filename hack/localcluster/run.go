@@ -117,6 +117,10 @@ func watch(ctx context.Context, c *localcluster.Cluster, note string) error {
 	if err != nil {
 		return fmt.Errorf("dynamic client: %w", err)
 	}
+	prices, err := kwokPriceBook()
+	if err != nil {
+		return err
+	}
 	settleBy := time.Now().Add(settleTimeout)
 	scaled := false
 	tick := time.NewTicker(refreshInterval)
@@ -139,6 +143,7 @@ func watch(ctx context.Context, c *localcluster.Cluster, note string) error {
 		if s.note == "" {
 			s.note = status
 		}
+		s.prices = prices
 		var screen bytes.Buffer
 		screen.WriteString("\033[H\033[2J") // clear the terminal
 		fmt.Fprintf(&screen, "joinery local cluster — %s — Ctrl-C stops everything\n\n", time.Now().Format(time.TimeOnly))

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -14,16 +13,13 @@ import (
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 )
 
-// PriceAnnotation carries a node's hourly price in US dollars, on its NodeClaim or Node; the
-// cloud provider sets it when it launches capacity. Without it the cost shows as n/a.
-const PriceAnnotation = "joinery.dev/price-per-hour"
-
 // snapshot is what the live view shows at one moment.
 type snapshot struct {
 	pods       []corev1.Pod
 	nodes      []corev1.Node
 	nodeClaims []unstructured.Unstructured
 	note       string // what is happening: waiting, scaled down, ...
+	prices     priceBook
 }
 
 // render writes the live view: pending pods, NodeClaims, nodes, running pods, cost per hour.
@@ -59,7 +55,7 @@ func render(w io.Writer, s snapshot) {
 		node, _, _ := unstructured.NestedString(nc.Object, "status", "nodeName")
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", nc.GetName(), orDash(labels[corev1.LabelInstanceTypeStable]),
 			orDash(labels[karpv1.CapacityTypeLabelKey]), orDash(labels[corev1.LabelTopologyZone]), orDash(node),
-			conditionStatus(nc, "Ready"), formatPrice(nc.GetAnnotations()[PriceAnnotation]))
+			conditionStatus(nc, "Ready"), formatPrice(s.prices.price(nc.GetLabels())))
 	}
 	tw.Flush()
 
@@ -72,24 +68,21 @@ func render(w io.Writer, s snapshot) {
 	fmt.Fprintln(tw, "  NAME\tREADY\tINSTANCE TYPE\tPODS\tPRICE/H")
 	for _, node := range s.nodes {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\n", node.Name, nodeReady(node), orDash(node.Labels[corev1.LabelInstanceTypeStable]),
-			podsOnNode[node.Name], formatPrice(nodePrice(node, s.nodeClaims)))
+			podsOnNode[node.Name], formatPrice(s.prices.price(node.Labels)))
 	}
 	tw.Flush()
 
 	fmt.Fprintf(w, "\nRUNNING PODS: %d\n", len(running))
-	fmt.Fprintf(w, "COST PER HOUR: %s\n", clusterCost(s.nodes, s.nodeClaims))
+	fmt.Fprintf(w, "COST PER HOUR: %s\n", clusterCost(s.nodes, s.prices))
 }
 
-// clusterCost sums the nodes' hourly prices; n/a when any node has none, since a partial sum
-// would understate the bill.
-func clusterCost(nodes []corev1.Node, claims []unstructured.Unstructured) string {
-	if len(nodes) == 0 {
-		return "$0.000"
-	}
+// clusterCost sums the nodes' hourly prices; n/a when any node has no known price, since a
+// partial sum would understate the bill.
+func clusterCost(nodes []corev1.Node, prices priceBook) string {
 	var total float64
 	for _, node := range nodes {
-		price, err := strconv.ParseFloat(nodePrice(node, claims), 64)
-		if err != nil {
+		price, ok := prices.price(node.Labels)
+		if !ok {
 			return "n/a"
 		}
 		total += price
@@ -97,25 +90,11 @@ func clusterCost(nodes []corev1.Node, claims []unstructured.Unstructured) string
 	return fmt.Sprintf("$%.3f", total)
 }
 
-// nodePrice is the node's own price annotation, else its NodeClaim's.
-func nodePrice(node corev1.Node, claims []unstructured.Unstructured) string {
-	if price, ok := node.Annotations[PriceAnnotation]; ok {
-		return price
-	}
-	for _, nc := range claims {
-		if name, _, _ := unstructured.NestedString(nc.Object, "status", "nodeName"); name == node.Name {
-			return nc.GetAnnotations()[PriceAnnotation]
-		}
-	}
-	return ""
-}
-
-func formatPrice(price string) string {
-	value, err := strconv.ParseFloat(price, 64)
-	if err != nil {
+func formatPrice(price float64, known bool) string {
+	if !known {
 		return "n/a"
 	}
-	return fmt.Sprintf("$%.3f", value)
+	return fmt.Sprintf("$%.3f", price)
 }
 
 func requests(pod corev1.Pod) (cpu, memory string) {

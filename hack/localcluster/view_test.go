@@ -9,41 +9,44 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-func node(name, price string) corev1.Node {
-	n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if price != "" {
-		n.Annotations = map[string]string{PriceAnnotation: price}
-	}
-	return n
+// testPrices is a price book with two offerings.
+var testPrices = priceBook{
+	{"m5.large", "spot", "zone-a"}:       0.1,
+	{"m5.xlarge", "on-demand", "zone-b"}: 0.25,
 }
 
-func claim(name, node, price string) unstructured.Unstructured {
-	nc := unstructured.Unstructured{Object: map[string]any{
+func offeringLabels(instanceType, capacityType, zone string) map[string]string {
+	if instanceType == "" {
+		return nil
+	}
+	return map[string]string{corev1.LabelInstanceTypeStable: instanceType, "karpenter.sh/capacity-type": capacityType, corev1.LabelTopologyZone: zone}
+}
+
+func node(name, instanceType, capacityType, zone string) corev1.Node {
+	return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: offeringLabels(instanceType, capacityType, zone)}}
+}
+
+func claim(name, node string) unstructured.Unstructured {
+	return unstructured.Unstructured{Object: map[string]any{
 		"metadata": map[string]any{"name": name},
 		"status":   map[string]any{"nodeName": node},
 	}}
-	if price != "" {
-		nc.SetAnnotations(map[string]string{PriceAnnotation: price})
-	}
-	return nc
 }
 
 func TestClusterCost(t *testing.T) {
 	cases := []struct {
-		name   string
-		nodes  []corev1.Node
-		claims []unstructured.Unstructured
-		want   string
+		name  string
+		nodes []corev1.Node
+		want  string
 	}{
-		{"no nodes", nil, nil, "$0.000"},
-		{"prices on nodes", []corev1.Node{node("a", "0.1"), node("b", "0.25")}, nil, "$0.350"},
-		{"price from the NodeClaim", []corev1.Node{node("a", "")}, []unstructured.Unstructured{claim("c", "a", "0.5")}, "$0.500"},
-		{"one node without a price", []corev1.Node{node("a", "0.1"), node("b", "")}, nil, "n/a"},
-		{"unparsable price", []corev1.Node{node("a", "cheap")}, nil, "n/a"},
+		{"no nodes", nil, "$0.000"},
+		{"two priced nodes", []corev1.Node{node("a", "m5.large", "spot", "zone-a"), node("b", "m5.xlarge", "on-demand", "zone-b")}, "$0.350"},
+		{"a node without offering labels", []corev1.Node{node("a", "m5.large", "spot", "zone-a"), node("b", "", "", "")}, "n/a"},
+		{"an offering the catalog does not sell", []corev1.Node{node("a", "m5.large", "on-demand", "zone-a")}, "n/a"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := clusterCost(tc.nodes, tc.claims); got != tc.want {
+			if got := clusterCost(tc.nodes, testPrices); got != tc.want {
 				t.Errorf("clusterCost = %s, want %s", got, tc.want)
 			}
 		})
@@ -56,14 +59,30 @@ func TestRenderSections(t *testing.T) {
 		Phase:      corev1.PodPending,
 		Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable"}},
 	}}
-	nc := claim("default-x1", "a", "0.2")
-	nc.SetLabels(map[string]string{corev1.LabelInstanceTypeStable: "m5.large", "karpenter.sh/capacity-type": "spot", corev1.LabelTopologyZone: "zone-a"})
+	nc := claim("default-x1", "a")
+	nc.SetLabels(offeringLabels("m5.large", "spot", "zone-a"))
 	var out strings.Builder
-	render(&out, snapshot{pods: []corev1.Pod{running, pending}, nodes: []corev1.Node{node("a", "")}, nodeClaims: []unstructured.Unstructured{nc}, note: "hello"})
+	render(&out, snapshot{pods: []corev1.Pod{running, pending}, nodes: []corev1.Node{node("a", "m5.large", "spot", "zone-a")},
+		nodeClaims: []unstructured.Unstructured{nc}, note: "hello", prices: testPrices})
 	for _, want := range []string{"hello", "PENDING PODS (1)", "web-2", "Unschedulable", "NODECLAIMS (1)", "m5.large", "spot", "zone-a",
-		"NODES (1)", "RUNNING PODS: 1", "COST PER HOUR: $0.200"} {
+		"NODES (1)", "RUNNING PODS: 1", "COST PER HOUR: $0.100"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("view lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestKwokPriceBookPricesCatalogOfferings(t *testing.T) {
+	book, err := kwokPriceBook()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(book) == 0 {
+		t.Fatal("the kwok catalog yields no prices")
+	}
+	for key, price := range book {
+		if price <= 0 {
+			t.Errorf("offering %+v has price %v, want > 0", key, price)
 		}
 	}
 }
