@@ -1,0 +1,172 @@
+package simulation
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+)
+
+// CheckPredicates runs PreFilter (cached per pod and snapshot generation) and the Filters of
+// nodeName for pod. It returns nil when the pod fits; otherwise the status names the
+// rejecting plugin and its reasons.
+func (e *Engine) CheckPredicates(ctx context.Context, pod *corev1.Pod, nodeName string) *fwk.Status {
+	pf := e.preFilter(ctx, pod)
+	if !pf.status.IsSuccess() {
+		return pf.status
+	}
+	return e.filter(ctx, pf, pod, nodeName)
+}
+
+// FitsAny returns the first node of nodeNames, in their order, that pod fits. Filters run in
+// parallel; nodes after a fitting one are skipped. When no node fits, the status carries
+// kube-scheduler's summary ("0/3 nodes are available: ...") and the plugin that rejected the
+// first node.
+func (e *Engine) FitsAny(ctx context.Context, pod *corev1.Pod, nodeNames []string) (string, *fwk.Status) {
+	pf := e.preFilter(ctx, pod)
+	if !pf.status.IsSuccess() {
+		return "", pf.status
+	}
+	statuses := make([]*fwk.Status, len(nodeNames))
+	done := make([]bool, len(nodeNames))
+	firstFit := atomic.Int64{}
+	firstFit.Store(int64(len(nodeNames)))
+	e.forEach(ctx, len(nodeNames), func(i int) {
+		if int64(i) > firstFit.Load() {
+			return // an earlier node fits already
+		}
+		statuses[i], done[i] = e.filter(ctx, pf, pod, nodeNames[i]), true
+		if statuses[i].IsSuccess() {
+			for {
+				current := firstFit.Load()
+				if int64(i) >= current || firstFit.CompareAndSwap(current, int64(i)) {
+					break
+				}
+			}
+		}
+	})
+	// Every node before the first fitting one was evaluated, so this scan sees them all.
+	for i := range nodeNames {
+		switch {
+		case !done[i]: // the parallelizer stops early only when ctx ends
+			return "", fwk.AsStatus(fmt.Errorf("filtering node %q: %w", nodeNames[i], context.Cause(ctx)))
+		case statuses[i].IsSuccess():
+			return nodeNames[i], nil
+		case statuses[i].Code() == fwk.Error:
+			return "", statuses[i]
+		}
+	}
+	return "", summarize(pod, nodeNames, statuses)
+}
+
+// FilterNodes returns the Filter status of pod on each of nodeNames (nil where it fits).
+func (e *Engine) FilterNodes(ctx context.Context, pod *corev1.Pod, nodeNames []string) []*fwk.Status {
+	statuses := make([]*fwk.Status, len(nodeNames))
+	pf := e.preFilter(ctx, pod)
+	if !pf.status.IsSuccess() {
+		for i := range statuses {
+			statuses[i] = pf.status
+		}
+		return statuses
+	}
+	e.forEach(ctx, len(nodeNames), func(i int) {
+		statuses[i] = e.filter(ctx, pf, pod, nodeNames[i])
+	})
+	return statuses
+}
+
+// SchedulePod places pod on nodeName as the scheduler would: it checks the Filters, adds the
+// pod to the snapshot and runs Reserve, so plugins that keep their own bookkeeping
+// (VolumeBinding, DynamicResources) stay consistent with the snapshot. Reverting the layer,
+// or resetting the snapshot, runs Unreserve.
+func (e *Engine) SchedulePod(ctx context.Context, pod *corev1.Pod, nodeName string) *fwk.Status {
+	pf := e.preFilter(ctx, pod)
+	if !pf.status.IsSuccess() {
+		return pf.status
+	}
+	if status := e.filter(ctx, pf, pod, nodeName); !status.IsSuccess() {
+		return status
+	}
+	// Reserve may write to the state; the cached one serves later checks of this pod.
+	state := pf.state.Clone()
+	if err := e.snapshot.AddPod(pod, nodeName); err != nil {
+		return fwk.AsStatus(err)
+	}
+	if status := e.fw.RunReservePluginsReserve(ctx, state, pod, nodeName); !status.IsSuccess() {
+		e.fw.RunReservePluginsUnreserve(ctx, state, pod, nodeName)
+		if err := e.snapshot.RemovePod(pod, nodeName); err != nil {
+			return fwk.AsStatus(fmt.Errorf("undoing failed reserve: %w", err))
+		}
+		return status
+	}
+	undoCtx := context.WithoutCancel(ctx)
+	e.snapshot.OnUndo(func() { e.fw.RunReservePluginsUnreserve(undoCtx, state, pod, nodeName) })
+	return nil
+}
+
+// filter runs the Filters of one node, honouring the PreFilter result's node set.
+func (e *Engine) filter(ctx context.Context, pf *preFiltered, pod *corev1.Pod, nodeName string) *fwk.Status {
+	if !pf.result.AllNodes() && !pf.result.NodeNames.Has(nodeName) {
+		return preFilterExcluded(pf.pluginsWithNodes)
+	}
+	nodeInfo, err := e.snapshot.Get(nodeName)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	return e.fw.RunFilterPlugins(ctx, pf.state, pod, nodeInfo)
+}
+
+// forEach runs work for 0..n-1, in parallel when there is more than one piece.
+func (e *Engine) forEach(ctx context.Context, n int, work func(int)) {
+	if n == 1 || e.parallelism == 1 {
+		for i := range n {
+			work(i)
+		}
+		return
+	}
+	e.parallelizer.Until(ctx, n, work, "joinerySimulation")
+}
+
+// preFilterExcluded is the framework's status for nodes a PreFilterResult left out.
+func preFilterExcluded(plugins []string) *fwk.Status {
+	msg := fmt.Sprintf("node(s) didn't satisfy plugin(s) %v simultaneously", plugins)
+	if len(plugins) == 1 {
+		msg = fmt.Sprintf("node(s) didn't satisfy plugin %v", plugins[0])
+	}
+	status := fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg)
+	if len(plugins) == 1 {
+		status.SetPlugin(plugins[0])
+	}
+	return status
+}
+
+// summarize folds per-node rejections into kube-scheduler's FitError message. The code is
+// UnschedulableAndUnresolvable only when every node said so.
+func summarize(pod *corev1.Pod, nodeNames []string, statuses []*fwk.Status) *fwk.Status {
+	diagnosis := framework.Diagnosis{NodeToStatus: framework.NewDefaultNodeToStatus()}
+	code := fwk.UnschedulableAndUnresolvable
+	for i, status := range statuses {
+		diagnosis.NodeToStatus.Set(nodeNames[i], status)
+		diagnosis.AddPluginStatus(status)
+		if status.Code() != fwk.UnschedulableAndUnresolvable {
+			code = fwk.Unschedulable
+		}
+	}
+	fitError := &framework.FitError{Pod: pod, NumAllNodes: len(nodeNames), Diagnosis: diagnosis}
+	summary := fwk.NewStatus(code, fitError.Error())
+	if len(statuses) > 0 {
+		summary.SetPlugin(statuses[0].Plugin())
+	}
+	return summary
+}
+
+func sortedList(s sets.Set[string]) []string {
+	if s.Len() == 0 {
+		return nil
+	}
+	return sets.List(s)
+}

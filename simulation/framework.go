@@ -1,0 +1,124 @@
+package simulation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/informers"
+	clientset "k8s.io/client-go/kubernetes"
+	resourceslicetracker "k8s.io/dynamic-resource-allocation/resourceslice/tracker"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/features"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodevolumelimits"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	"k8s.io/kubernetes/pkg/scheduler/metrics"
+	"k8s.io/kubernetes/pkg/scheduler/util/assumecache"
+)
+
+// FrameworkOptions are what the plugins of a profile need besides their args.
+type FrameworkOptions struct {
+	// Client and InformerFactory back the plugins that read cluster objects (VolumeBinding,
+	// NodeVolumeLimits, VolumeZone, DynamicResources, DefaultPreemption, ...). Building the
+	// framework registers their informers; start the factory and wait for its caches after
+	// NewFramework returns.
+	Client          clientset.Interface
+	InformerFactory informers.SharedInformerFactory
+	// Snapshot is the cluster state the plugins see.
+	Snapshot fwk.SharedLister
+	// DRAManager, when nil and DynamicResourceAllocation is enabled, is built from
+	// InformerFactory the way kube-scheduler builds its own.
+	DRAManager fwk.SharedDRAManager
+	// Exclude names plugins not to run; nil means ProvisionerPluginName.
+	Exclude []string
+	// Parallelism bounds the framework's internal parallelism; 0 means the framework default.
+	Parallelism int
+}
+
+// NewFramework builds a framework with the same plugins and args as profile, from the
+// in-tree registry merged with outOfTree (the plugins compiled into the binary), minus the
+// excluded plugins.
+func NewFramework(ctx context.Context, profile *config.KubeSchedulerProfile, outOfTree frameworkruntime.Registry, opts FrameworkOptions) (framework.Framework, error) {
+	if profile == nil {
+		return nil, errors.New("scheduler profile is nil")
+	}
+	if opts.Client == nil || opts.InformerFactory == nil {
+		return nil, errors.New("a client and an informer factory are required")
+	}
+	if opts.Snapshot == nil {
+		return nil, errors.New("a snapshot is required")
+	}
+	// The framework instruments its plugins with the scheduler's metrics, which must exist
+	// (registration is idempotent; kube-scheduler does it at start-up).
+	metrics.Register()
+
+	exclude := opts.Exclude
+	if exclude == nil {
+		exclude = []string{ProvisionerPluginName}
+	}
+
+	registry := plugins.NewInTreeRegistry()
+	if err := registry.Merge(outOfTree); err != nil {
+		return nil, fmt.Errorf("merging out-of-tree plugins: %w", err)
+	}
+	for _, name := range exclude {
+		delete(registry, name)
+		profile = withoutPlugin(profile, name)
+	}
+
+	draManager := opts.DRAManager
+	if draManager == nil && utilfeature.DefaultFeatureGate.Enabled(features.DynamicResourceAllocation) {
+		var err error
+		if draManager, err = newDRAManager(ctx, opts.Client, opts.InformerFactory); err != nil {
+			return nil, err
+		}
+	}
+
+	frameworkOpts := []frameworkruntime.Option{
+		frameworkruntime.WithClientSet(opts.Client),
+		frameworkruntime.WithInformerFactory(opts.InformerFactory),
+		frameworkruntime.WithSnapshotSharedLister(opts.Snapshot),
+		frameworkruntime.WithSharedCSIManager(nodevolumelimits.NewCSIManager(opts.InformerFactory.Storage().V1().CSINodes().Lister())),
+		frameworkruntime.WithSharedDRAManager(draManager),
+		frameworkruntime.WithLogger(klog.FromContext(ctx).WithName("simulation")),
+	}
+	if opts.Parallelism > 0 {
+		frameworkOpts = append(frameworkOpts, frameworkruntime.WithParallelism(opts.Parallelism))
+	}
+	if pgm, ok := opts.Snapshot.(fwk.PodGroupManager); ok {
+		frameworkOpts = append(frameworkOpts, frameworkruntime.WithPodGroupManager(pgm))
+	}
+	fw, err := frameworkruntime.NewFramework(ctx, registry, profile, frameworkOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("building framework for profile %q: %w", profile.SchedulerName, err)
+	}
+	return fw, nil
+}
+
+// newDRAManager mirrors kube-scheduler's construction so DynamicResources sees the same claims,
+// slices and classes; its assumed allocations are the engine's own.
+func newDRAManager(ctx context.Context, client clientset.Interface, factory informers.SharedInformerFactory) (fwk.SharedDRAManager, error) {
+	logger := klog.FromContext(ctx)
+	claims := assumecache.NewAssumeCache(logger, factory.Resource().V1().ResourceClaims().Informer(), "ResourceClaim", "", nil)
+	opts := resourceslicetracker.Options{
+		EnableDeviceTaintRules:   utilfeature.DefaultFeatureGate.Enabled(features.DRADeviceTaintRules),
+		EnableConsumableCapacity: utilfeature.DefaultFeatureGate.Enabled(features.DRAConsumableCapacity),
+		SliceInformer:            factory.Resource().V1().ResourceSlices(),
+		KubeClient:               client,
+	}
+	if opts.EnableDeviceTaintRules {
+		opts.TaintInformer = factory.Resource().V1beta2().DeviceTaintRules()
+		opts.ClassInformer = factory.Resource().V1().DeviceClasses()
+	}
+	tracker, err := resourceslicetracker.StartTracker(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("starting resource slice tracker: %w", err)
+	}
+	return dynamicresources.NewDRAManager(ctx, claims, tracker, factory), nil
+}

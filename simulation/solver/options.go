@@ -1,0 +1,130 @@
+package solver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/cloudprovider"
+	"github.com/joinery-dev/joinery/simulation"
+)
+
+// PreferencePolicy says how pods' preferences shape capacity.
+type PreferencePolicy string
+
+const (
+	// PreferenceRespect treats preferences as required and relaxes them one at a time.
+	PreferenceRespect PreferencePolicy = "Respect"
+	// PreferenceIgnore leaves preferences to the scheduler.
+	PreferenceIgnore PreferencePolicy = "Ignore"
+)
+
+// MinValuesPolicy says what happens when a NodePool's minValues cannot be met.
+type MinValuesPolicy string
+
+const (
+	// MinValuesStrict leaves the pods unschedulable for that NodePool.
+	MinValuesStrict MinValuesPolicy = "Strict"
+	// MinValuesBestEffort lowers minValues to what the instance types allow and marks the
+	// NodeClaim with karpenter.sh/nodeclaim-min-values-relaxed.
+	MinValuesBestEffort MinValuesPolicy = "BestEffort"
+)
+
+// DefaultMaxInstanceTypes bounds the instance types a NodeClaim lists.
+const DefaultMaxInstanceTypes = 60
+
+// ClusterState is what the solver reads of the cluster at the start of each Plan. The plugin
+// backs it with informer listers; tests with slices (StaticState).
+type ClusterState interface {
+	NodePools(ctx context.Context) ([]*karpv1.NodePool, error)
+	// NodeClaims returns every NodeClaim; those without a registered Node are in flight.
+	NodeClaims(ctx context.Context) ([]*karpv1.NodeClaim, error)
+	Nodes(ctx context.Context) ([]*corev1.Node, error)
+	// Pods returns the cluster's pods: bound ones occupy nodes, pending ones may be planned
+	// onto in-flight NodeClaims (simulation.PlannedPodsAnnotationKey).
+	Pods(ctx context.Context) ([]*corev1.Pod, error)
+	DaemonSets(ctx context.Context) ([]*appsv1.DaemonSet, error)
+}
+
+// StaticState is a ClusterState over fixed slices.
+type StaticState struct {
+	NodePoolList   []*karpv1.NodePool
+	NodeClaimList  []*karpv1.NodeClaim
+	NodeList       []*corev1.Node
+	PodList        []*corev1.Pod
+	DaemonSetList  []*appsv1.DaemonSet
+}
+
+var _ ClusterState = (*StaticState)(nil)
+
+func (s *StaticState) NodePools(context.Context) ([]*karpv1.NodePool, error)   { return s.NodePoolList, nil }
+func (s *StaticState) NodeClaims(context.Context) ([]*karpv1.NodeClaim, error) { return s.NodeClaimList, nil }
+func (s *StaticState) Nodes(context.Context) ([]*corev1.Node, error)           { return s.NodeList, nil }
+func (s *StaticState) Pods(context.Context) ([]*corev1.Pod, error)             { return s.PodList, nil }
+func (s *StaticState) DaemonSets(context.Context) ([]*appsv1.DaemonSet, error) { return s.DaemonSetList, nil }
+
+// InstanceTypeSource returns the instance types a NodePool may launch; a CloudProvider is one.
+type InstanceTypeSource interface {
+	GetInstanceTypes(ctx context.Context, nodePool *karpv1.NodePool) ([]*cloudprovider.InstanceType, error)
+}
+
+// UnavailableFunc reports an offering known not to launch (for example after an
+// insufficient-capacity error); the solver skips it.
+type UnavailableFunc func(capacityType, instanceType, zone string) bool
+
+// Options build a Solver.
+type Options struct {
+	State         ClusterState
+	InstanceTypes InstanceTypeSource
+	// Profile is the scheduler profile whose Filters decide fits; OutOfTree the plugins
+	// compiled into the binary; Framework the client and informers the plugins need.
+	Profile   *config.KubeSchedulerProfile
+	OutOfTree frameworkruntime.Registry
+	Framework simulation.FrameworkOptions
+
+	PreferencePolicy PreferencePolicy
+	MinValuesPolicy  MinValuesPolicy
+	// MaxInstanceTypes bounds each NodeClaim's instance types (more if minValues needs);
+	// DefaultMaxInstanceTypes when zero.
+	MaxInstanceTypes int
+	// Unavailable may be nil.
+	Unavailable UnavailableFunc
+}
+
+func (o *Options) defaultAndValidate() error {
+	if o.PreferencePolicy == "" {
+		o.PreferencePolicy = PreferenceRespect
+	}
+	if o.MinValuesPolicy == "" {
+		o.MinValuesPolicy = MinValuesStrict
+	}
+	if o.MaxInstanceTypes == 0 {
+		o.MaxInstanceTypes = DefaultMaxInstanceTypes
+	}
+	var errs []error
+	if o.State == nil {
+		errs = append(errs, errors.New("cluster state is required"))
+	}
+	if o.InstanceTypes == nil {
+		errs = append(errs, errors.New("an instance type source is required"))
+	}
+	if o.Profile == nil {
+		errs = append(errs, errors.New("a scheduler profile is required"))
+	}
+	if o.PreferencePolicy != PreferenceRespect && o.PreferencePolicy != PreferenceIgnore {
+		errs = append(errs, fmt.Errorf("preference policy %q is not Respect or Ignore", o.PreferencePolicy))
+	}
+	if o.MinValuesPolicy != MinValuesStrict && o.MinValuesPolicy != MinValuesBestEffort {
+		errs = append(errs, fmt.Errorf("minValues policy %q is not Strict or BestEffort", o.MinValuesPolicy))
+	}
+	if o.MaxInstanceTypes < 0 {
+		errs = append(errs, fmt.Errorf("maxInstanceTypes %d is negative", o.MaxInstanceTypes))
+	}
+	return errors.Join(errs...)
+}
