@@ -15,10 +15,13 @@ import (
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
 	"github.com/joinery-dev/joinery/internal/version"
+	"github.com/joinery-dev/joinery/plugin"
 )
 
 func main() {
-	command := app.NewSchedulerCommand()
+	// The solver is injected here by setting plugin.NewPlanner once it exists; until then the
+	// plugin logs that provisioning is disabled and only reports pods as pending.
+	command := app.NewSchedulerCommand(app.WithPlugin(plugin.Name, plugin.New))
 	printJoineryVersion(command)
 	os.Exit(cli.Run(command))
 }

@@ -24,8 +24,21 @@ leaderElection:
 profiles:
 {{- range .Profiles }}
 - schedulerName: {{ . }}
-  # joinery's Provisioner plugin is enabled here once provisioning exists (it joins the
-  # PostFilter extension point of every profile that should create capacity).
+  plugins:
+    # joinery's Provisioner runs before DefaultPreemption: preemption may end the PostFilter
+    # chain with UnschedulableAndUnresolvable, and the Provisioner, which always returns
+    # Unschedulable, must see every pod first. Disabling DefaultPreemption here and enabling
+    # it after the Provisioner is what orders it after a plugin enabled at this point.
+    postFilter:
+      disabled:
+      - name: DefaultPreemption
+      enabled:
+      - name: JoineryProvisioner
+      - name: DefaultPreemption
+    # Reserve/Unreserve keep the plan exact when a pod lands on existing capacity after all.
+    reserve:
+      enabled:
+      - name: JoineryProvisioner
 {{- end }}
 `))
 

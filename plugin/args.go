@@ -1,0 +1,177 @@
+package plugin
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	"sigs.k8s.io/yaml"
+)
+
+// PreferencePolicy says how the solver treats a pod's preferences (preferred node affinity,
+// preferred pod (anti-)affinity, ScheduleAnyway spread).
+type PreferencePolicy string
+
+const (
+	// PreferencePolicyRespect tries preferences as if required, relaxing them one at a time.
+	PreferencePolicyRespect PreferencePolicy = "Respect"
+	// PreferencePolicyIgnore drops preferences when deciding capacity.
+	PreferencePolicyIgnore PreferencePolicy = "Ignore"
+)
+
+// MinValuesPolicy says what the solver does when a NodePool's minValues cannot be met.
+type MinValuesPolicy string
+
+const (
+	// MinValuesPolicyStrict leaves the pods unschedulable for that NodePool.
+	MinValuesPolicyStrict MinValuesPolicy = "Strict"
+	// MinValuesPolicyBestEffort relaxes minValues to what the offerings allow.
+	MinValuesPolicyBestEffort MinValuesPolicy = "BestEffort"
+)
+
+// Defaults of ProvisionerArgs.
+const (
+	DefaultBatchIdleDuration = time.Second
+	DefaultBatchMaxDuration  = 10 * time.Second
+	DefaultMaxInstanceTypes  = 60
+)
+
+// ProvisionerArgs are the plugin's args, given in the KubeSchedulerConfiguration:
+//
+//	pluginConfig:
+//	- name: JoineryProvisioner
+//	  args:
+//	    batchIdleDuration: 1s
+//	    batchMaxDuration: 10s
+//	    preferencePolicy: Respect
+//	    minValuesPolicy: Strict
+//	    maxInstanceTypes: 60
+//	    schedulerNames: [joinery]
+type ProvisionerArgs struct {
+	// BatchIdleDuration closes a batch when no pod joined it for this long.
+	BatchIdleDuration metav1.Duration `json:"batchIdleDuration"`
+	// BatchMaxDuration closes a batch this long after its first pod, however busy.
+	BatchMaxDuration metav1.Duration  `json:"batchMaxDuration"`
+	PreferencePolicy PreferencePolicy `json:"preferencePolicy"`
+	MinValuesPolicy  MinValuesPolicy  `json:"minValuesPolicy"`
+	// MaxInstanceTypes bounds the instance types a NodeClaim lists (more if minValues needs).
+	MaxInstanceTypes int `json:"maxInstanceTypes"`
+	// SchedulerNames are the schedulerNames of the pods this profile provisions for; default
+	// the profile's own name. Pods of a name no profile of this scheduler serves are picked up
+	// from their Unschedulable condition, since this scheduler never runs PostFilter for them.
+	SchedulerNames []string `json:"schedulerNames,omitempty"`
+}
+
+// DecodeArgs turns the args the framework hands a plugin factory into defaulted, validated
+// ProvisionerArgs. profileName is the default of SchedulerNames.
+func DecodeArgs(obj runtime.Object, profileName string) (ProvisionerArgs, error) {
+	var args ProvisionerArgs
+	switch a := obj.(type) {
+	case nil:
+	case *runtime.Unknown:
+		if err := decodeStrict(a, &args); err != nil {
+			return ProvisionerArgs{}, fmt.Errorf("%s args: %w", Name, err)
+		}
+	default:
+		return ProvisionerArgs{}, fmt.Errorf("%s args: want runtime.Unknown, got %T", Name, obj)
+	}
+	args.Default(profileName)
+	if errs := args.Validate(field.NewPath("pluginConfig").Key(Name).Child("args")); len(errs) > 0 {
+		return ProvisionerArgs{}, fmt.Errorf("invalid %s args: %w", Name, errs.ToAggregate())
+	}
+	return args, nil
+}
+
+// decodeStrict decodes like frameworkruntime.DecodeInto, which the framework's own plugins
+// use, after checking that every field is known: a misspelled arg must stop the scheduler
+// rather than be silently defaulted.
+func decodeStrict(raw *runtime.Unknown, into *ProvisionerArgs) error {
+	if len(raw.Raw) > 0 {
+		data := raw.Raw
+		if raw.ContentType == runtime.ContentTypeYAML {
+			var err error
+			if data, err = yaml.YAMLToJSON(data); err != nil {
+				return err
+			}
+		}
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		var probe ProvisionerArgs
+		if err := dec.Decode(&probe); err != nil {
+			return err
+		}
+	}
+	return frameworkruntime.DecodeInto(raw, into)
+}
+
+// Default fills the fields left empty.
+func (a *ProvisionerArgs) Default(profileName string) {
+	if a.BatchIdleDuration.Duration == 0 {
+		a.BatchIdleDuration.Duration = DefaultBatchIdleDuration
+	}
+	if a.BatchMaxDuration.Duration == 0 {
+		a.BatchMaxDuration.Duration = DefaultBatchMaxDuration
+	}
+	if a.PreferencePolicy == "" {
+		a.PreferencePolicy = PreferencePolicyRespect
+	}
+	if a.MinValuesPolicy == "" {
+		a.MinValuesPolicy = MinValuesPolicyStrict
+	}
+	if a.MaxInstanceTypes == 0 {
+		a.MaxInstanceTypes = DefaultMaxInstanceTypes
+	}
+	if len(a.SchedulerNames) == 0 && profileName != "" {
+		a.SchedulerNames = []string{profileName}
+	}
+}
+
+// Validate checks defaulted args; path locates them in the configuration for messages.
+func (a *ProvisionerArgs) Validate(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	idle, max := a.BatchIdleDuration.Duration, a.BatchMaxDuration.Duration
+	if idle <= 0 {
+		errs = append(errs, field.Invalid(path.Child("batchIdleDuration"), idle.String(), "must be positive"))
+	}
+	if max <= 0 {
+		errs = append(errs, field.Invalid(path.Child("batchMaxDuration"), max.String(), "must be positive"))
+	} else if idle > max {
+		errs = append(errs, field.Invalid(path.Child("batchMaxDuration"), max.String(), "must not be shorter than batchIdleDuration ("+idle.String()+")"))
+	}
+	switch a.PreferencePolicy {
+	case PreferencePolicyRespect, PreferencePolicyIgnore:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("preferencePolicy"), a.PreferencePolicy,
+			[]PreferencePolicy{PreferencePolicyRespect, PreferencePolicyIgnore}))
+	}
+	switch a.MinValuesPolicy {
+	case MinValuesPolicyStrict, MinValuesPolicyBestEffort:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("minValuesPolicy"), a.MinValuesPolicy,
+			[]MinValuesPolicy{MinValuesPolicyStrict, MinValuesPolicyBestEffort}))
+	}
+	if a.MaxInstanceTypes < 1 {
+		errs = append(errs, field.Invalid(path.Child("maxInstanceTypes"), a.MaxInstanceTypes, "must be at least 1"))
+	}
+	if len(a.SchedulerNames) == 0 {
+		errs = append(errs, field.Required(path.Child("schedulerNames"), "no profile name to default it to"))
+	}
+	seen := map[string]bool{}
+	for i, name := range a.SchedulerNames {
+		p := path.Child("schedulerNames").Index(i)
+		for _, msg := range validation.IsDNS1123Subdomain(name) {
+			errs = append(errs, field.Invalid(p, name, msg))
+		}
+		if seen[name] {
+			errs = append(errs, field.Duplicate(p, name))
+		}
+		seen[name] = true
+	}
+	return errs
+}

@@ -1,0 +1,104 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/joinery-dev/joinery/apis"
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+)
+
+// New is the plugin factory kube-scheduler calls for each profile that enables the plugin
+// (cmd/joinery-scheduler registers it with app.WithPlugin(Name, New)). Invalid args make it
+// fail, which stops the scheduler with the validation message.
+//
+// It watches pods through the scheduler's informer factory and NodeClaims through its own
+// cache over the scheduler's kubeconfig, builds the solver with NewPlanner, and provisions in
+// the background until ctx ends.
+func New(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin, error) {
+	args, err := DecodeArgs(obj, handle.ProfileName())
+	if err != nil {
+		return nil, err
+	}
+	logger := klog.FromContext(ctx).WithName(Name).WithValues("profile", handle.ProfileName())
+	ctx = klog.NewContext(ctx, logger)
+
+	kubeConfig := handle.KubeConfig()
+	if kubeConfig == nil {
+		return nil, fmt.Errorf("%s: the framework handle has no kubeconfig", Name)
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("%s: registering Kubernetes types: %w", Name, err)
+	}
+	if err := apis.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("%s: registering joinery types: %w", Name, err)
+	}
+	c, err := client.New(kubeConfig, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("%s: building a client: %w", Name, err)
+	}
+	nodeClaims, err := crcache.New(kubeConfig, crcache.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("%s: building the NodeClaim cache: %w", Name, err)
+	}
+
+	planner, err := NewPlanner(ctx, PlannerOptions{Handle: handle, Args: args, Client: c})
+	switch {
+	case errors.Is(err, ErrNoPlanner):
+		logger.Info("provisioning is disabled: pods are only reported as pending", "reason", err.Error())
+		planner = nil
+	case err != nil:
+		return nil, fmt.Errorf("%s: building the solver: %w", Name, err)
+	}
+
+	podInformer := handle.SharedInformerFactory().Core().V1().Pods()
+	p := newPlugin(args, handle.ProfileName(), dependencies{
+		pods: podInformer.Lister(),
+		nodeInfos: func() fwk.NodeInfoLister {
+			if lister := handle.SnapshotSharedLister(); lister != nil {
+				return lister.NodeInfos()
+			}
+			return nil
+		},
+		activator: handle,
+		recorder:  handle.EventRecorder(),
+		client:    c,
+		planner:   planner,
+	})
+
+	podsWatched, err := podInformer.Informer().AddEventHandler(p.podHandler(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("%s: watching pods: %w", Name, err)
+	}
+	ncInformer, err := nodeClaims.GetInformer(ctx, &karpv1.NodeClaim{}, crcache.BlockUntilSynced(false))
+	if err != nil {
+		return nil, fmt.Errorf("%s: watching NodeClaims (are joinery's CRDs installed?): %w", Name, err)
+	}
+	nodeClaimsWatched, err := ncInformer.AddEventHandler(p.nodeClaimHandler(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("%s: watching NodeClaims: %w", Name, err)
+	}
+	go func() {
+		if err := nodeClaims.Start(ctx); err != nil {
+			logger.Error(err, "NodeClaim cache stopped")
+		}
+	}()
+	if planner != nil {
+		synced := func(ctx context.Context) bool {
+			return cache.WaitForCacheSync(ctx.Done(), podsWatched.HasSynced, nodeClaimsWatched.HasSynced)
+		}
+		go p.run(ctx, synced)
+	}
+	logger.V(1).Info("provisioner ready", "args", args)
+	return p, nil
+}

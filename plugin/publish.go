@@ -1,0 +1,208 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/simulation"
+)
+
+// Event reasons on pods, as Karpenter emits them.
+const (
+	reasonNominated        = "Nominated"
+	reasonFailedScheduling = "FailedScheduling"
+)
+
+// publish makes plan real: it creates the new NodeClaims, records pods planned onto
+// launching ones on those NodeClaims, and tells each pod (events) and the operator (logs).
+// Every assignment is written to the NodeClaim's planned-pods annotation before the pod is
+// taken out of the pending set, so a restart finds the same plan in the cluster.
+func (p *Plugin) publish(ctx context.Context, batch []*corev1.Pod, plan *simulation.Plan) {
+	logger := klog.FromContext(ctx)
+	planned := 0
+	for _, nc := range plan.NewNodeClaims {
+		planned += len(nc.Pods)
+	}
+	logger.Info("computed new nodeclaim(s) to fit pod(s)", "nodeclaims", len(plan.NewNodeClaims), "pods", planned)
+
+	for _, claim := range plan.NewNodeClaims {
+		pods := p.stillPending(claim.Pods)
+		if len(pods) == 0 {
+			continue // every pod found a node while the batch was planned
+		}
+		created, err := p.createNodeClaim(ctx, claim.NodeClaim, pods)
+		if err != nil {
+			logger.Error(err, "creating nodeclaim failed; its pods stay pending", "NodePool", klog.KRef("", claim.NodeClaim.Labels[karpv1.NodePoolLabelKey]), "pods", len(pods))
+			continue
+		}
+		logger.Info("created nodeclaim",
+			"NodePool", klog.KRef("", created.Labels[karpv1.NodePoolLabelKey]),
+			"NodeClaim", klog.KRef("", created.Name),
+			"requests", created.Spec.Resources.Requests,
+			"instance-types", formatInstanceTypes(instanceTypes(created)))
+		p.nominate(created.Name, pods)
+	}
+
+	byUID := make(map[types.UID]*corev1.Pod, len(batch))
+	for _, pod := range batch {
+		byUID[pod.UID] = pod
+	}
+	inFlight := map[string][]*corev1.Pod{}
+	for uid, name := range plan.InFlight {
+		if pod, ok := byUID[uid]; ok {
+			inFlight[name] = append(inFlight[name], pod)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(inFlight)) {
+		pods := p.stillPending(inFlight[name])
+		if len(pods) == 0 {
+			continue
+		}
+		if err := p.addPlannedPods(ctx, name, pods); err != nil {
+			logger.Error(err, "recording pods on an in-flight nodeclaim failed; they stay pending", "NodeClaim", klog.KRef("", name), "pods", len(pods))
+			continue
+		}
+		logger.V(1).Info("planned pod(s) onto in-flight nodeclaim", "NodeClaim", klog.KRef("", name), "pods", len(pods))
+		p.nominate(name, pods)
+	}
+
+	p.recordUnschedulable(plan.Unschedulable, byUID)
+}
+
+// stillPending keeps the pods that are pending and not waiting: a pod may have been
+// scheduled or deleted while its batch was planned.
+func (p *Plugin) stillPending(pods []*corev1.Pod) []*corev1.Pod {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []*corev1.Pod
+	for _, pod := range pods {
+		if _, waiting := p.waits.nodeClaimFor(pod.UID); p.pending.has(pod.UID) && !waiting {
+			out = append(out, pod)
+		}
+	}
+	return out
+}
+
+// createNodeClaim creates planned for pods: named "<nodepool>-<suffix>" unless the planner
+// named it, owned by its NodePool, listing the pods in its planned-pods annotation.
+func (p *Plugin) createNodeClaim(ctx context.Context, planned *karpv1.NodeClaim, pods []*corev1.Pod) (*karpv1.NodeClaim, error) {
+	nc := planned.DeepCopy()
+	pool := nc.Labels[karpv1.NodePoolLabelKey]
+	if pool == "" {
+		return nil, errors.New("the planned NodeClaim has no " + karpv1.NodePoolLabelKey + " label")
+	}
+	if nc.Name == "" && nc.GenerateName == "" {
+		nc.GenerateName = pool + "-"
+	}
+	if !ownedByNodePool(nc, pool) {
+		np := &karpv1.NodePool{}
+		if err := p.client.Get(ctx, client.ObjectKey{Name: pool}, np); err != nil {
+			return nil, fmt.Errorf("reading NodePool %s: %w", pool, err)
+		}
+		nc.OwnerReferences = append(nc.OwnerReferences, metav1.OwnerReference{
+			APIVersion: karpv1.SchemeGroupVersion.String(),
+			Kind:       "NodePool",
+			Name:       np.Name,
+			UID:        np.UID,
+		})
+	}
+	simulation.AddPlannedPods(nc, uids(pods)...)
+	if err := p.client.Create(ctx, nc); err != nil {
+		return nil, fmt.Errorf("creating NodeClaim for NodePool %s: %w", pool, err)
+	}
+	return nc, nil
+}
+
+func ownedByNodePool(nc *karpv1.NodeClaim, pool string) bool {
+	return slices.ContainsFunc(nc.OwnerReferences, func(o metav1.OwnerReference) bool {
+		return o.Kind == "NodePool" && o.Name == pool && o.UID != ""
+	})
+}
+
+// addPlannedPods adds pods to the planned-pods annotation of the existing NodeClaim name,
+// re-reading it on conflict so concurrent writers (another profile) do not lose pods.
+func (p *Plugin) addPlannedPods(ctx context.Context, name string, pods []*corev1.Pod) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		nc := &karpv1.NodeClaim{}
+		if err := p.client.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
+			return fmt.Errorf("reading NodeClaim %s: %w", name, err)
+		}
+		if !launching(nc) {
+			return fmt.Errorf("NodeClaim %s is no longer launching", name)
+		}
+		before := nc.DeepCopy()
+		if !simulation.AddPlannedPods(nc, uids(pods)...) {
+			return nil
+		}
+		patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
+		if err := p.client.Patch(ctx, nc, patch); err != nil {
+			return fmt.Errorf("annotating NodeClaim %s: %w", name, err)
+		}
+		return nil
+	})
+}
+
+// nominate records that pods wait for nodeClaim and tells them so.
+func (p *Plugin) nominate(nodeClaim string, pods []*corev1.Pod) {
+	p.mu.Lock()
+	for _, pod := range pods {
+		p.waits.assign(nodeClaim, pod.UID)
+		p.pending.remove(pod.UID)
+		delete(p.unschedulable, pod.UID)
+	}
+	p.mu.Unlock()
+	for _, pod := range pods {
+		p.event(pod, corev1.EventTypeNormal, reasonNominated, "Nominate", "Pod should schedule on: nodeclaim/%s", nodeClaim)
+	}
+}
+
+// recordUnschedulable remembers why no NodePool fits each pod, for its PostFilter message,
+// and tells the pod. The pods stay pending: the next batch tries them again.
+func (p *Plugin) recordUnschedulable(reasons map[types.UID]string, byUID map[types.UID]*corev1.Pod) {
+	for _, uid := range slices.Sorted(maps.Keys(reasons)) {
+		pod, ok := byUID[uid]
+		if !ok {
+			continue
+		}
+		p.mu.Lock()
+		p.unschedulable[uid] = reasons[uid]
+		p.mu.Unlock()
+		p.event(pod, corev1.EventTypeWarning, reasonFailedScheduling, "Provision", "Failed to schedule pod, %s", reasons[uid])
+	}
+}
+
+func (p *Plugin) event(pod *corev1.Pod, eventType, reason, action, note string, args ...any) {
+	if p.recorder != nil {
+		p.recorder.Eventf(pod, nil, eventType, reason, action, note, args...)
+	}
+}
+
+// instanceTypes returns the values of nc's node.kubernetes.io/instance-type In requirement,
+// in the planner's (cheapest-first) order.
+func instanceTypes(nc *karpv1.NodeClaim) []string {
+	for _, r := range nc.Spec.Requirements {
+		if r.Key == corev1.LabelInstanceTypeStable && r.Operator == corev1.NodeSelectorOpIn {
+			return r.Values
+		}
+	}
+	return nil
+}
+
+func uids(pods []*corev1.Pod) []types.UID {
+	out := make([]types.UID, len(pods))
+	for i, pod := range pods {
+		out[i] = pod.UID
+	}
+	return out
+}

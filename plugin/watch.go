@@ -1,0 +1,161 @@
+package plugin
+
+import (
+	"context"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/simulation"
+)
+
+// noNodesMessage is the PodScheduled message kube-scheduler writes when the cluster has no
+// node at all (ErrNoNodesAvailable). It then skips PostFilter, so without this watch a
+// cluster scaled to zero would never get its first node.
+const noNodesMessage = "no nodes available to schedule pods"
+
+// podHandler watches pods: it forgets pods that were bound or deleted, and admits pods that
+// need capacity but never reach PostFilter — of any schedulerName in SchedulerNames when the
+// cluster has no nodes, and of a schedulerName another scheduler serves, whenever that
+// scheduler marked them Unschedulable.
+func (p *Plugin) podHandler(ctx context.Context) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { p.observePod(ctx, obj) },
+		UpdateFunc: func(_, obj any) { p.observePod(ctx, obj) },
+		DeleteFunc: func(obj any) {
+			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tombstone.Obj
+			}
+			if pod, ok := obj.(*corev1.Pod); ok {
+				p.forget(pod.UID)
+			}
+		},
+	}
+}
+
+func (p *Plugin) observePod(ctx context.Context, obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || !p.names.Has(pod.Spec.SchedulerName) {
+		return
+	}
+	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || podFinished(pod) {
+		p.forget(pod.UID)
+		return
+	}
+	if p.needsCapacityWithoutPostFilter(pod) {
+		p.admit(ctx, pod, unschedulableMessage(pod), false)
+		return
+	}
+	p.mu.Lock()
+	p.refs[pod.UID] = types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+	p.mu.Unlock()
+}
+
+// needsCapacityWithoutPostFilter reports whether pod is Unschedulable for a reason this
+// profile's PostFilter will not see.
+func (p *Plugin) needsCapacityWithoutPostFilter(pod *corev1.Pod) bool {
+	msg := unschedulableMessage(pod)
+	if msg == "" {
+		return false
+	}
+	return pod.Spec.SchedulerName != p.profile || strings.Contains(msg, noNodesMessage)
+}
+
+// unschedulableMessage is the message of pod's PodScheduled=False/Unschedulable condition,
+// or "" when it has none.
+func unschedulableMessage(pod *corev1.Pod) string {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			if c.Message == "" {
+				return corev1.PodReasonUnschedulable
+			}
+			return c.Message
+		}
+	}
+	return ""
+}
+
+func podFinished(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}
+
+// nodeClaimHandler keeps the wait book equal to the cluster's NodeClaims: a launching
+// NodeClaim's planned-pods annotation makes its pods wait (this is how the plan survives a
+// restart), and a NodeClaim that is deleted or whose node is initialized releases them; they
+// are then retried at once, to land on the new node or be planned again.
+func (p *Plugin) nodeClaimHandler(ctx context.Context) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { p.observeNodeClaim(ctx, obj) },
+		UpdateFunc: func(_, obj any) { p.observeNodeClaim(ctx, obj) },
+		DeleteFunc: func(obj any) {
+			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tombstone.Obj
+			}
+			if nc, ok := obj.(*karpv1.NodeClaim); ok {
+				p.release(ctx, nc.Name)
+			}
+		},
+	}
+}
+
+func (p *Plugin) observeNodeClaim(ctx context.Context, obj any) {
+	nc, ok := obj.(*karpv1.NodeClaim)
+	if !ok {
+		return
+	}
+	if !launching(nc) {
+		p.release(ctx, nc.Name)
+		return
+	}
+	planned := simulation.PlannedPods(nc)
+	if len(planned) == 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, uid := range planned {
+		if current, ok := p.waits.nodeClaimFor(uid); ok && current == nc.Name {
+			continue
+		}
+		p.waits.assign(nc.Name, uid)
+		p.pending.remove(uid)
+	}
+}
+
+// launching reports whether nc's capacity is still on its way: not being deleted, and its
+// node not yet initialized (from then on the Filters see the node itself).
+func launching(nc *karpv1.NodeClaim) bool {
+	return nc.DeletionTimestamp == nil && !meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeInitialized)
+}
+
+// release ends the waits for nodeClaim and moves the pods that waited to the active queue.
+func (p *Plugin) release(ctx context.Context, nodeClaim string) {
+	p.mu.Lock()
+	uids := p.waits.forgetNodeClaim(nodeClaim)
+	refs := make([]types.NamespacedName, 0, len(uids))
+	for _, uid := range uids {
+		if ref, ok := p.refs[uid]; ok {
+			refs = append(refs, ref)
+		}
+	}
+	p.mu.Unlock()
+	if len(uids) == 0 || p.activator == nil || p.pods == nil {
+		return
+	}
+	toActivate := map[string]*corev1.Pod{}
+	for _, ref := range refs {
+		if pod, err := p.pods.Pods(ref.Namespace).Get(ref.Name); err == nil && pod.Spec.NodeName == "" {
+			toActivate[ref.String()] = pod
+		}
+	}
+	logger := klog.FromContext(ctx)
+	logger.V(2).Info("nodeclaim no longer launching; retrying its pods", "NodeClaim", klog.KRef("", nodeClaim), "pods", len(toActivate))
+	if len(toActivate) > 0 {
+		p.activator.Activate(logger, toActivate)
+	}
+}
