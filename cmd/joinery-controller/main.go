@@ -12,11 +12,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/joinery-dev/joinery/apis"
+	"github.com/joinery-dev/joinery/cloudprovider"
+	"github.com/joinery-dev/joinery/cloudprovider/kwok"
+	"github.com/joinery-dev/joinery/controller/nodeclaim"
+	"github.com/joinery-dev/joinery/controller/nodeclaim/lifecycle"
 	"github.com/joinery-dev/joinery/internal/version"
 )
 
@@ -27,6 +32,8 @@ type options struct {
 	leaderElectionNamespace string
 	leaseDuration           time.Duration
 	printVersion            bool
+	cloudProvider           string
+	registrationTTL         time.Duration
 }
 
 func main() {
@@ -34,8 +41,10 @@ func main() {
 	flag.StringVar(&opts.metricsAddr, "metrics-bind-address", ":8080", "address the Prometheus metrics endpoint binds to; \"0\" disables it")
 	flag.StringVar(&opts.probeAddr, "health-probe-bind-address", ":8081", "address the /healthz and /readyz endpoints bind to")
 	flag.BoolVar(&opts.leaderElect, "leader-elect", true, "elect a leader so that only one replica acts at a time")
-	flag.StringVar(&opts.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace, or kube-system out of cluster)")
+	flag.StringVar(&opts.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease and of the controller's ConfigMaps such as joinery-unavailable-offerings (default: the pod's namespace, or kube-system out of cluster)")
 	flag.DurationVar(&opts.leaseDuration, "leader-election-lease-duration", 15*time.Second, "how long a leader's lease lasts before another replica may take over")
+	flag.StringVar(&opts.cloudProvider, "cloud-provider", kwok.Name, "cloud provider that launches nodes: kwok")
+	flag.DurationVar(&opts.registrationTTL, "registration-ttl", lifecycle.DefaultRegistrationTTL, "how long a launched NodeClaim may wait for its node to register before it is deleted")
 	flag.BoolVar(&opts.printVersion, "version", false, "print the version and exit")
 	zapOpts := zap.Options{Development: false} // JSON logs unless --zap-devel
 	zapOpts.BindFlags(flag.CommandLine)
@@ -67,13 +76,14 @@ func run(opts options) error {
 		return fmt.Errorf("loading kubeconfig: %w", err)
 	}
 	leaseDuration := opts.leaseDuration
+	namespace := controllerNamespace(opts.leaderElectionNamespace)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
 		HealthProbeBindAddress:  opts.probeAddr,
 		LeaderElection:          opts.leaderElect,
 		LeaderElectionID:        "joinery-controller-leader",
-		LeaderElectionNamespace: leaderElectionNamespace(opts.leaderElectionNamespace),
+		LeaderElectionNamespace: namespace,
 		LeaseDuration:           &leaseDuration,
 	})
 	if err != nil {
@@ -86,16 +96,40 @@ func run(opts options) error {
 		return fmt.Errorf("adding readiness check: %w", err)
 	}
 
+	cp, err := newCloudProvider(opts.cloudProvider, mgr.GetClient())
+	if err != nil {
+		return err
+	}
+	ctx := ctrl.SetupSignalHandler()
+	if err := nodeclaim.Setup(ctx, mgr, cp, nodeclaim.Options{Namespace: namespace, RegistrationTTL: opts.registrationTTL}); err != nil {
+		return err
+	}
+
 	log.Info("starting", "version", version.Version, "kubernetes", version.KubernetesVersion())
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}
 	return nil
 }
 
-// leaderElectionNamespace prefers the flag, then the namespace the pod runs in (in-cluster),
-// then kube-system, so a binary run by hand against a cluster still elects a leader.
-func leaderElectionNamespace(flagValue string) string {
+// newCloudProvider builds the provider named by --cloud-provider on the manager's client.
+func newCloudProvider(name string, c client.Client) (cloudprovider.CloudProvider, error) {
+	switch name {
+	case kwok.Name:
+		cp, err := kwok.New(c, kwok.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("creating the kwok cloud provider: %w", err)
+		}
+		return cp, nil
+	default:
+		return nil, fmt.Errorf("unknown --cloud-provider %q (known: %s)", name, kwok.Name)
+	}
+}
+
+// controllerNamespace is where the controller keeps its Lease and ConfigMaps: the
+// --leader-election-namespace flag, then the namespace the pod runs in (in-cluster), then
+// kube-system, so a binary run by hand against a cluster still works.
+func controllerNamespace(flagValue string) string {
 	if flagValue != "" {
 		return flagValue
 	}

@@ -8,7 +8,8 @@ import (
 )
 
 // joineryController runs bin/joinery-controller with leader election on, as in a real
-// deployment, its metrics and probes on free loopback ports. It is ready once /readyz is.
+// deployment, the kwok cloud provider (NodeClaims become kwok nodes), and its metrics and
+// probes on free loopback ports. It is ready once /readyz is.
 func (c *Cluster) joineryController() component {
 	return component{
 		name: string(JoineryController),
@@ -28,6 +29,7 @@ func (c *Cluster) joineryController() component {
 				"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probe),
 				"--leader-elect=true",
 				"--leader-election-namespace=kube-system",
+				"--cloud-provider=kwok",
 			}, nil
 		},
 		ready: func(ctx context.Context) error {

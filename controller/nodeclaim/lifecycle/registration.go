@@ -1,0 +1,132 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/controller/state"
+)
+
+// lastAppliedAnnotation is kubectl's record of an applied manifest; it describes the NodeClaim,
+// not the Node, so it is not synced.
+const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
+// register links the Node with the NodeClaim's provider ID, or deletes the NodeClaim once no
+// Node has registered within the registration TTL after launch. It returns the linked Node.
+func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim, conds conditionSetter) (*corev1.Node, stepResult, error) {
+	nodes, err := state.NodesForProviderID(ctx, c.client, nc.Status.ProviderID)
+	if err != nil {
+		return nil, stepResult{stop: true}, err
+	}
+	switch len(nodes) {
+	case 0:
+		if isTrue(nc, karpv1.ConditionTypeRegistered) {
+			// The Node went away after registering; its termination deletes this NodeClaim.
+			return nil, stepResult{stop: true}, nil
+		}
+		conds.set(karpv1.ConditionTypeRegistered, metav1.ConditionUnknown, reasonNodeNotFound, "Node not registered with cluster")
+		result, err := c.awaitRegistration(ctx, nc)
+		return nil, result, err
+	case 1:
+	default:
+		conds.set(karpv1.ConditionTypeRegistered, metav1.ConditionFalse, reasonMultipleNodes,
+			fmt.Sprintf("%d nodes have provider ID %s", len(nodes), nc.Status.ProviderID))
+		return nil, stepResult{stop: true}, nil
+	}
+	node := &nodes[0]
+	if isTrue(nc, karpv1.ConditionTypeRegistered) && nc.Status.NodeName == node.Name {
+		return node, stepResult{}, nil
+	}
+	if err := c.syncNode(ctx, nc, node); err != nil {
+		return nil, stepResult{stop: true}, err
+	}
+	nc.Status.NodeName = node.Name
+	conds.set(karpv1.ConditionTypeRegistered, metav1.ConditionTrue, karpv1.ConditionTypeRegistered, "")
+	log.FromContext(ctx).Info("registered nodeclaim", "provider-id", nc.Status.ProviderID, "Node", map[string]string{"name": node.Name})
+	return node, stepResult{}, nil
+}
+
+// awaitRegistration waits for the Node until the registration TTL, counted from launch, has
+// passed, and then deletes the NodeClaim.
+func (c *Controller) awaitRegistration(ctx context.Context, nc *karpv1.NodeClaim) (stepResult, error) {
+	launched := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeLaunched)
+	deadline := launched.LastTransitionTime.Add(c.registrationTTL)
+	if remaining := deadline.Sub(c.clock.Now()); remaining > 0 {
+		return stepResult{stop: true, requeueAfter: remaining}, nil
+	}
+	log.FromContext(ctx).Info("deleting nodeclaim: node did not register", "provider-id", nc.Status.ProviderID, "ttl", c.registrationTTL.String())
+	c.recorder.Eventf(nc, nil, corev1.EventTypeWarning, reasonRegistrationTimeout, "Register",
+		"Node with provider ID %s did not register within %s of launch; deleting the NodeClaim", nc.Status.ProviderID, c.registrationTTL)
+	return stepResult{deleted: true}, c.deleteNodeClaim(ctx, nc)
+}
+
+// syncNode makes node the NodeClaim's: owner reference and termination finalizer, the
+// NodeClaim's labels, annotations, taints and startup taints, the registered label, and no
+// unregistered taint. Taints are added only the first time (before the registered label is
+// there), because startup taints are removed by others afterwards and must stay removed.
+func (c *Controller) syncNode(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node) error {
+	stored := node.DeepCopy()
+	firstTime := node.Labels[karpv1.NodeRegisteredLabelKey] != "true"
+	if firstTime {
+		node.Spec.Taints = withTaints(node.Spec.Taints, nc.Spec.Taints, nc.Spec.StartupTaints)
+	}
+	node.Labels = withEntries(node.Labels, nc.Labels, "")
+	node.Labels[karpv1.NodeRegisteredLabelKey] = "true"
+	node.Annotations = withEntries(node.Annotations, nc.Annotations, lastAppliedAnnotation)
+	node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.UnregisteredTaintKey })
+	controllerutil.AddFinalizer(node, karpv1.TerminationFinalizer)
+	node.OwnerReferences = withOwner(node.OwnerReferences, nc)
+	if err := c.client.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("syncing node %s: %w", node.Name, err)
+	}
+	return nil
+}
+
+// withEntries copies src's entries except skip into dst, which it allocates if nil.
+func withEntries(dst, src map[string]string, skip string) map[string]string {
+	if dst == nil {
+		dst = map[string]string{}
+	}
+	for k, v := range src {
+		if k != skip {
+			dst[k] = v
+		}
+	}
+	return dst
+}
+
+// withTaints appends to taints each of the sets' taints it lacks (same key and effect).
+func withTaints(taints []corev1.Taint, sets ...[]corev1.Taint) []corev1.Taint {
+	for _, set := range sets {
+		for _, t := range set {
+			if !slices.ContainsFunc(taints, func(have corev1.Taint) bool { return have.MatchTaint(&t) }) {
+				taints = append(taints, t)
+			}
+		}
+	}
+	return taints
+}
+
+// withOwner adds an owner reference to nc unless one exists, so that deleting the NodeClaim
+// (with the API server's garbage collection) also deletes the Node.
+func withOwner(refs []metav1.OwnerReference, nc *karpv1.NodeClaim) []metav1.OwnerReference {
+	if slices.ContainsFunc(refs, func(r metav1.OwnerReference) bool { return r.UID == nc.UID }) {
+		return refs
+	}
+	return append(refs, metav1.OwnerReference{
+		APIVersion:         karpv1.SchemeGroupVersion.String(),
+		Kind:               "NodeClaim",
+		Name:               nc.Name,
+		UID:                nc.UID,
+		BlockOwnerDeletion: new(true),
+	})
+}

@@ -1,0 +1,49 @@
+// Package nodeclaim wires the NodeClaim controllers into a manager: lifecycle (launch,
+// registration, initialization) and the termination finalizers of NodeClaims and Nodes.
+package nodeclaim
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/joinery-dev/joinery/cloudprovider"
+	"github.com/joinery-dev/joinery/controller/nodeclaim/lifecycle"
+	"github.com/joinery-dev/joinery/controller/nodeclaim/termination"
+	"github.com/joinery-dev/joinery/controller/state"
+)
+
+// EventSource is the component events are reported from; Karpenter's name, so `kubectl
+// describe` reads as Karpenter's documentation shows.
+const EventSource = "karpenter"
+
+// Options configure the NodeClaim controllers.
+type Options struct {
+	// Namespace holds the controller's own objects, such as the unavailable-offerings ConfigMap.
+	Namespace string
+	// RegistrationTTL is how long a launched NodeClaim may wait for its Node.
+	RegistrationTTL time.Duration
+}
+
+// Setup registers the provider-ID indexes and the NodeClaim controllers with mgr.
+func Setup(ctx context.Context, mgr ctrl.Manager, cp cloudprovider.CloudProvider, opts Options) error {
+	if err := state.IndexProviderIDs(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	recorder := mgr.GetEventRecorder(EventSource)
+	unavailable := state.NewUnavailableOfferings(mgr.GetClient(), mgr.GetAPIReader(), opts.Namespace, clock.RealClock{})
+	lc := lifecycle.New(mgr.GetClient(), cp, unavailable, recorder, lifecycle.Options{RegistrationTTL: opts.RegistrationTTL})
+	if err := lc.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up %s: %w", lifecycle.Name, err)
+	}
+	if err := termination.NewNodeClaimController(mgr.GetClient(), cp, recorder).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up %s: %w", termination.NodeClaimControllerName, err)
+	}
+	if err := termination.NewNodeController(mgr.GetClient(), cp).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up %s: %w", termination.NodeControllerName, err)
+	}
+	return nil
+}

@@ -1,0 +1,80 @@
+package termination
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/cloudprovider"
+	"github.com/joinery-dev/joinery/controller/state"
+)
+
+// NodeControllerName is the Node finalizer's controller name in logs and metrics.
+const NodeControllerName = "node.termination"
+
+// NodeController finalizes deleted Nodes that joinery registered: it deletes their NodeClaims
+// (a user deleting the Node means the capacity should go), begins the instance's termination and
+// releases the Node.
+type NodeController struct {
+	client        client.Client
+	cloudProvider cloudprovider.CloudProvider
+}
+
+// NewNodeController returns a NodeController.
+func NewNodeController(c client.Client, cp cloudprovider.CloudProvider) *NodeController {
+	return &NodeController{client: c, cloudProvider: cp}
+}
+
+// Reconcile advances the termination of one deleted Node.
+func (c *NodeController) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	node := &corev1.Node{}
+	if err := c.client.Get(ctx, req.NamespacedName, node); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if node.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(node, karpv1.TerminationFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("Node", map[string]string{"name": node.Name}))
+
+	claims, err := state.NodeClaimsForProviderID(ctx, c.client, node.Spec.ProviderID)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	for i := range claims {
+		if err := deleteIfPresent(ctx, c.client, &claims[i]); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	// Graceful drain belongs here, before the instance goes.
+	if node.Spec.ProviderID != "" {
+		instance := &karpv1.NodeClaim{}
+		if len(claims) > 0 {
+			instance = &claims[0]
+		} else {
+			instance.Name = node.Name // no NodeClaim left: terminate by provider ID so nothing leaks
+			instance.Status.ProviderID = node.Spec.ProviderID
+		}
+		// Termination has begun (or is complete) once Delete succeeds; the NodeClaim's finalizer
+		// waits for it to finish.
+		if _, err := terminateInstance(ctx, c.cloudProvider, instance); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	// Re-read: terminating the instance may have touched the Node (the kwok provider deletes it).
+	if err := c.client.Get(ctx, req.NamespacedName, node); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	stored := node.DeepCopy()
+	controllerutil.RemoveFinalizer(node, karpv1.TerminationFinalizer)
+	if err := c.client.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("removing finalizer: %w", err))
+	}
+	log.FromContext(ctx).Info("deleted node", "provider-id", node.Spec.ProviderID)
+	return ctrl.Result{}, nil
+}

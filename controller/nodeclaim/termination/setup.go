@@ -1,0 +1,46 @@
+package termination
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/controller/state"
+)
+
+// deleting passes only objects that are being deleted: the rest need no finalizer work, and
+// Nodes change often (heartbeats).
+var deleting = predicate.NewPredicateFuncs(func(obj client.Object) bool { return !obj.GetDeletionTimestamp().IsZero() })
+
+// nodeGoing passes Node events that can unblock a NodeClaim's termination: the Node being
+// deleted or gone.
+var nodeGoing = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	UpdateFunc:  func(e event.UpdateEvent) bool { return !e.ObjectNew.GetDeletionTimestamp().IsZero() },
+	DeleteFunc:  func(event.DeleteEvent) bool { return true },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+// SetupWithManager registers the NodeClaim finalizer controller; it also looks again when a
+// Node with the NodeClaim's provider ID changes. The provider-ID indexes
+// (state.IndexProviderIDs) must be registered on mgr.
+func (c *NodeClaimController) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(NodeClaimControllerName).
+		For(&karpv1.NodeClaim{}, builder.WithPredicates(deleting)).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(state.NodeClaimsOfNode(c.client)), builder.WithPredicates(nodeGoing)).
+		Complete(c)
+}
+
+// SetupWithManager registers the Node finalizer controller.
+func (c *NodeController) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(NodeControllerName).
+		For(&corev1.Node{}, builder.WithPredicates(deleting)).
+		Complete(c)
+}
