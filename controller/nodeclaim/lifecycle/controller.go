@@ -23,7 +23,6 @@ import (
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
-	"github.com/joinery-dev/joinery/controller/state"
 )
 
 // Name is the controller's name in logs and metrics, as in Karpenter's logs.
@@ -34,7 +33,7 @@ const DefaultRegistrationTTL = 15 * time.Minute
 
 // OfferingRecorder records offerings that answered with insufficient capacity.
 type OfferingRecorder interface {
-	MarkUnavailable(ctx context.Context, ttl time.Duration, offerings ...state.OfferingKey) error
+	MarkUnavailable(ctx context.Context, ttl time.Duration, offerings ...cloudprovider.OfferingKey) error
 }
 
 // Controller reconciles NodeClaims through launch, registration and initialization.

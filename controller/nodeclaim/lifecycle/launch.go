@@ -11,7 +11,6 @@ import (
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
-	"github.com/joinery-dev/joinery/controller/state"
 )
 
 // launch creates the NodeClaim's instance unless its status already names one, and copies what
@@ -74,11 +73,11 @@ func (c *Controller) handleInsufficientCapacity(ctx context.Context, nc *karpv1.
 	if err != nil {
 		return fmt.Errorf("listing offerings of nodeclaim %s after insufficient capacity: %w", nc.Name, err)
 	}
-	if err := c.unavailable.MarkUnavailable(ctx, state.UnavailableOfferingsTTL, offerings...); err != nil {
+	if err := c.unavailable.MarkUnavailable(ctx, cloudprovider.UnavailableOfferingsTTL, offerings...); err != nil {
 		return fmt.Errorf("recording unavailable offerings of nodeclaim %s: %w", nc.Name, err)
 	}
 	log.FromContext(ctx).Info("deleting nodeclaim: insufficient capacity", "error", launchErr.Error(), "unavailable-offerings", len(offerings))
 	c.recorder.Eventf(nc, nil, corev1.EventTypeWarning, reasonInsufficientCap, "Launch",
-		"NodeClaim %s event: %s; marked %d offerings unavailable for %s", nc.Name, launchErr.Error(), len(offerings), state.UnavailableOfferingsTTL)
+		"NodeClaim %s event: %s; marked %d offerings unavailable for %s", nc.Name, launchErr.Error(), len(offerings), cloudprovider.UnavailableOfferingsTTL)
 	return c.deleteNodeClaim(ctx, nc)
 }

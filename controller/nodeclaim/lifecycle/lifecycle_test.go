@@ -262,7 +262,7 @@ func TestInsufficientCapacity(t *testing.T) {
 		t.Fatal(err)
 	}
 	// On-demand offerings of small and big, except the one the catalog says is unavailable.
-	want := []state.OfferingKey{
+	want := []cloudprovider.OfferingKey{
 		{CapacityType: "on-demand", InstanceType: "small", Zone: "a"},
 		{CapacityType: "on-demand", InstanceType: "small", Zone: "b"},
 		{CapacityType: "on-demand", InstanceType: "big", Zone: "a"},

@@ -8,14 +8,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
-	"github.com/joinery-dev/joinery/controller/state"
+	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/scheduling"
 )
 
 // offeringsFor lists the offerings nc could have launched as: for each instance type its
 // requirements allow and its requests fit, each available offering compatible with them. These
 // are the offerings a launch tried before answering with insufficient capacity.
-func (c *Controller) offeringsFor(ctx context.Context, nc *karpv1.NodeClaim) ([]state.OfferingKey, error) {
+func (c *Controller) offeringsFor(ctx context.Context, nc *karpv1.NodeClaim) ([]cloudprovider.OfferingKey, error) {
 	pool, err := c.nodePoolFor(ctx, nc)
 	if err != nil {
 		return nil, err
@@ -25,13 +25,13 @@ func (c *Controller) offeringsFor(ctx context.Context, nc *karpv1.NodeClaim) ([]
 		return nil, fmt.Errorf("getting instance types: %w", err)
 	}
 	reqs := scheduling.FromNodeSelectorRequirementsWithMinValues(nc.Spec.Requirements...)
-	var out []state.OfferingKey
+	var out []cloudprovider.OfferingKey
 	for _, it := range its {
 		if it.Requirements.Intersects(reqs) != nil || scheduling.Fits(nc.Spec.Resources.Requests, it.Allocatable()) != nil {
 			continue
 		}
 		for _, o := range it.Offerings.Available().Compatible(reqs) {
-			out = append(out, state.OfferingKey{CapacityType: o.CapacityType(), InstanceType: it.Name, Zone: o.Zone()})
+			out = append(out, cloudprovider.OfferingKey{CapacityType: o.CapacityType(), InstanceType: it.Name, Zone: o.Zone()})
 		}
 	}
 	return out, nil
