@@ -171,6 +171,12 @@ func (p *pool) remaining() corev1.ResourceList {
 	for _, c := range p.claims {
 		left = scheduling.Subtract(left, scheduling.Merge(maxCapacity(c.its), corev1.ResourceList{resourceNodes: *resource.NewQuantity(1, resource.DecimalSI)}))
 	}
+	// Only the limited resources matter; Subtract added the others as negatives.
+	for name := range left {
+		if _, limited := p.np.Spec.Limits[name]; !limited {
+			delete(left, name)
+		}
+	}
 	return left
 }
 
