@@ -54,20 +54,26 @@ type ClusterState interface {
 
 // StaticState is a ClusterState over fixed slices.
 type StaticState struct {
-	NodePoolList   []*karpv1.NodePool
-	NodeClaimList  []*karpv1.NodeClaim
-	NodeList       []*corev1.Node
-	PodList        []*corev1.Pod
-	DaemonSetList  []*appsv1.DaemonSet
+	NodePoolList  []*karpv1.NodePool
+	NodeClaimList []*karpv1.NodeClaim
+	NodeList      []*corev1.Node
+	PodList       []*corev1.Pod
+	DaemonSetList []*appsv1.DaemonSet
 }
 
 var _ ClusterState = (*StaticState)(nil)
 
-func (s *StaticState) NodePools(context.Context) ([]*karpv1.NodePool, error)   { return s.NodePoolList, nil }
-func (s *StaticState) NodeClaims(context.Context) ([]*karpv1.NodeClaim, error) { return s.NodeClaimList, nil }
-func (s *StaticState) Nodes(context.Context) ([]*corev1.Node, error)           { return s.NodeList, nil }
-func (s *StaticState) Pods(context.Context) ([]*corev1.Pod, error)             { return s.PodList, nil }
-func (s *StaticState) DaemonSets(context.Context) ([]*appsv1.DaemonSet, error) { return s.DaemonSetList, nil }
+func (s *StaticState) NodePools(context.Context) ([]*karpv1.NodePool, error) {
+	return s.NodePoolList, nil
+}
+func (s *StaticState) NodeClaims(context.Context) ([]*karpv1.NodeClaim, error) {
+	return s.NodeClaimList, nil
+}
+func (s *StaticState) Nodes(context.Context) ([]*corev1.Node, error) { return s.NodeList, nil }
+func (s *StaticState) Pods(context.Context) ([]*corev1.Pod, error)   { return s.PodList, nil }
+func (s *StaticState) DaemonSets(context.Context) ([]*appsv1.DaemonSet, error) {
+	return s.DaemonSetList, nil
+}
 
 // InstanceTypeSource returns the instance types a NodePool may launch; a CloudProvider is one.
 type InstanceTypeSource interface {

@@ -1,0 +1,192 @@
+package solver
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/joinery-dev/joinery/scheduling"
+	"github.com/joinery-dev/joinery/simulation"
+)
+
+// attempt is one way of trying a pod: the pod the Filters see (the pod itself, or a copy whose
+// preferences are made required) and the node requirements it brings.
+type attempt struct {
+	pod  *corev1.Pod
+	reqs scheduling.Requirements
+	// key identifies the attempt among pods of one equivalence class, for memos.
+	key string
+	// monotone: once the Filters reject the attempt on a node, more pods planned anywhere
+	// cannot make them accept it (no topology spread, no required pod affinity), so siblings
+	// may skip that node.
+	monotone bool
+	// topologyKeys are the keys the attempt's spread and pod (anti-)affinity terms look at.
+	topologyKeys []string
+}
+
+// preference is one preferred term of a pod, made required while it is kept.
+type preference struct {
+	weight int32
+	apply  func(pod *corev1.Pod, reqs scheduling.Requirements)
+}
+
+// attempts lists the ways to try pod, strictest first: each required node affinity term in
+// order with every preference; then, under Respect, the last term with preferences dropped
+// one at a time, lowest weight first (ScheduleAnyway spreads, which have no weight, last).
+func (s *Solver) attempts(pod *corev1.Pod) []attempt {
+	class := simulation.EquivalenceKey(pod)
+	alternatives := scheduling.PodRequirementAlternatives(pod)
+	var prefs []preference
+	if s.opts.PreferencePolicy == PreferenceRespect {
+		prefs = preferences(pod)
+	}
+	var out []attempt
+	add := func(alt int, kept int) {
+		a := attempt{reqs: alternatives[alt].Clone(), key: fmt.Sprintf("%s/%d/%d", class, alt, kept)}
+		a.pod = pod
+		// Without preferences the pod itself serves every alternative: the Filters accept any
+		// of its terms, and the requirements hold the claim to this one.
+		if kept > 0 {
+			a.pod = variant(pod, alt)
+			for _, p := range prefs[:kept] {
+				p.apply(a.pod, a.reqs)
+			}
+		}
+		a.monotone, a.topologyKeys = inspect(a.pod)
+		out = append(out, a)
+	}
+	for alt := range alternatives {
+		add(alt, len(prefs))
+	}
+	for kept := len(prefs) - 1; kept >= 0; kept-- {
+		add(len(alternatives)-1, kept)
+	}
+	return out
+}
+
+func hasRequiredNodeAffinity(pod *corev1.Pod) bool {
+	a := pod.Spec.Affinity
+	return a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil
+}
+
+// variant copies pod with its affinity and spread constraints deep-copied, keeping only the
+// alt-th required node affinity term.
+func variant(pod *corev1.Pod, alt int) *corev1.Pod {
+	v := *pod
+	v.Spec.Affinity = pod.Spec.Affinity.DeepCopy()
+	v.Spec.TopologySpreadConstraints = slices.Clone(pod.Spec.TopologySpreadConstraints)
+	if hasRequiredNodeAffinity(&v) {
+		terms := v.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+		var kept []corev1.NodeSelectorTerm
+		for _, t := range terms {
+			if len(t.MatchExpressions) > 0 || len(t.MatchFields) > 0 {
+				kept = append(kept, t)
+			}
+		}
+		if alt < len(kept) {
+			v.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms = []corev1.NodeSelectorTerm{kept[alt]}
+		}
+	}
+	return &v
+}
+
+// preferences returns pod's preferences heaviest first, so dropping from the end relaxes the
+// lowest weight first.
+func preferences(pod *corev1.Pod) []preference {
+	var out []preference
+	affinity := pod.Spec.Affinity
+	if affinity != nil && affinity.NodeAffinity != nil {
+		for _, term := range affinity.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+			if len(term.Preference.MatchExpressions) == 0 {
+				continue
+			}
+			exprs := term.Preference.MatchExpressions
+			out = append(out, preference{weight: term.Weight, apply: func(p *corev1.Pod, reqs scheduling.Requirements) {
+				requireNodeExpressions(p, exprs)
+				for _, req := range scheduling.FromNodeSelectorRequirements(exprs...) {
+					reqs.Add(req)
+				}
+			}})
+		}
+	}
+	if affinity != nil && affinity.PodAffinity != nil {
+		for _, term := range affinity.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+			t := term.PodAffinityTerm
+			out = append(out, preference{weight: term.Weight, apply: func(p *corev1.Pod, _ scheduling.Requirements) {
+				if p.Spec.Affinity.PodAffinity == nil {
+					p.Spec.Affinity.PodAffinity = &corev1.PodAffinity{}
+				}
+				pa := p.Spec.Affinity.PodAffinity
+				pa.RequiredDuringSchedulingIgnoredDuringExecution = append(slices.Clip(pa.RequiredDuringSchedulingIgnoredDuringExecution), t)
+			}})
+		}
+	}
+	if affinity != nil && affinity.PodAntiAffinity != nil {
+		for _, term := range affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+			t := term.PodAffinityTerm
+			out = append(out, preference{weight: term.Weight, apply: func(p *corev1.Pod, _ scheduling.Requirements) {
+				if p.Spec.Affinity.PodAntiAffinity == nil {
+					p.Spec.Affinity.PodAntiAffinity = &corev1.PodAntiAffinity{}
+				}
+				pa := p.Spec.Affinity.PodAntiAffinity
+				pa.RequiredDuringSchedulingIgnoredDuringExecution = append(slices.Clip(pa.RequiredDuringSchedulingIgnoredDuringExecution), t)
+			}})
+		}
+	}
+	for i, c := range pod.Spec.TopologySpreadConstraints {
+		if c.WhenUnsatisfiable != corev1.ScheduleAnyway {
+			continue
+		}
+		out = append(out, preference{weight: math.MaxInt32, apply: func(p *corev1.Pod, _ scheduling.Requirements) {
+			p.Spec.TopologySpreadConstraints[i].WhenUnsatisfiable = corev1.DoNotSchedule
+		}})
+	}
+	slices.SortStableFunc(out, func(a, b preference) int { return cmp.Compare(b.weight, a.weight) })
+	return out
+}
+
+// requireNodeExpressions ANDs exprs into every required node affinity term of p (adding a term
+// when p has none).
+func requireNodeExpressions(p *corev1.Pod, exprs []corev1.NodeSelectorRequirement) {
+	if p.Spec.Affinity.NodeAffinity == nil {
+		p.Spec.Affinity.NodeAffinity = &corev1.NodeAffinity{}
+	}
+	na := p.Spec.Affinity.NodeAffinity
+	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil || len(na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms) == 0 {
+		na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{}}}
+	}
+	terms := na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	for i := range terms {
+		terms[i].MatchExpressions = append(slices.Clip(terms[i].MatchExpressions), exprs...)
+	}
+}
+
+// inspect reports whether pod's Filter outcomes on a node can only get worse as pods are
+// added, and the topology keys its spread and pod (anti-)affinity look at.
+func inspect(pod *corev1.Pod) (monotone bool, keys []string) {
+	monotone = true
+	for _, c := range pod.Spec.TopologySpreadConstraints {
+		if c.WhenUnsatisfiable == corev1.DoNotSchedule {
+			monotone = false
+			keys = append(keys, c.TopologyKey)
+		}
+	}
+	if a := pod.Spec.Affinity; a != nil {
+		if a.PodAffinity != nil {
+			for _, t := range a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+				monotone = false
+				keys = append(keys, t.TopologyKey)
+			}
+		}
+		if a.PodAntiAffinity != nil {
+			for _, t := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+				keys = append(keys, t.TopologyKey)
+			}
+		}
+	}
+	slices.Sort(keys)
+	return monotone, slices.Compact(keys)
+}

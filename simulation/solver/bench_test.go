@@ -1,0 +1,142 @@
+package solver
+
+import (
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/cloudprovider"
+	"github.com/joinery-dev/joinery/scheduling"
+	"github.com/joinery-dev/joinery/simulation"
+)
+
+var benchLarge = flag.Bool("solver.large", false, "also run BenchmarkProvisioning at N = 10000 and 20000")
+
+// benchInstanceTypes is the catalog: i = 1..400 with cpu i, memory 2i GiB, pods 10i,
+// spot in zones 1-2 and on-demand in zones 1-3, all available, price 0.1·cpu + 0.1·GB. The
+// types reserve nothing, so allocatable equals capacity and the workload is the same for any
+// autoscaler given it.
+func benchInstanceTypes() cloudprovider.InstanceTypes {
+	var its cloudprovider.InstanceTypes
+	for i := int64(1); i <= 400; i++ {
+		name := fmt.Sprintf("bench-%d", i)
+		memory := resource.NewQuantity(2*i<<30, resource.BinarySI)
+		price := 0.1*float64(i) + 0.1*float64(memory.Value())/1e9
+		offerings := cloudprovider.Offerings{
+			cloudprovider.NewOffering("zone-1", karpv1.CapacityTypeSpot, price, true),
+			cloudprovider.NewOffering("zone-2", karpv1.CapacityTypeSpot, price, true),
+			cloudprovider.NewOffering("zone-1", karpv1.CapacityTypeOnDemand, price, true),
+			cloudprovider.NewOffering("zone-2", karpv1.CapacityTypeOnDemand, price, true),
+			cloudprovider.NewOffering("zone-3", karpv1.CapacityTypeOnDemand, price, true),
+		}
+		its = append(its, &cloudprovider.InstanceType{
+			Name: name,
+			Requirements: scheduling.NewRequirements(
+				scheduling.NewRequirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, name),
+				scheduling.NewRequirement(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "amd64"),
+				scheduling.NewRequirement(corev1.LabelOSStable, corev1.NodeSelectorOpIn, "linux"),
+				scheduling.NewRequirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "zone-1", "zone-2", "zone-3"),
+				scheduling.NewRequirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeSpot, karpv1.CapacityTypeOnDemand),
+			),
+			Offerings: offerings,
+			Capacity: corev1.ResourceList{
+				corev1.ResourceCPU:    *resource.NewQuantity(i, resource.DecimalSI),
+				corev1.ResourceMemory: *memory,
+				corev1.ResourcePods:   *resource.NewQuantity(10*i, resource.DecimalSI),
+			},
+		})
+	}
+	return its
+}
+
+// benchPods is the workload: n pods in five equal groups (plain, zone spread, hostname
+// spread, required zone pod affinity, required hostname anti-affinity on app=nginx), sizes
+// drawn with a fixed seed.
+func benchPods(n int) []*corev1.Pod {
+	rng := rand.New(rand.NewPCG(1, 2))
+	cpus := []string{"100m", "250m", "500m", "1", "1.5"}
+	memories := []string{"100Mi", "256Mi", "512Mi", "1024Mi", "2048Mi", "4096Mi"}
+	groups := []struct {
+		app  string
+		opts []podOption
+	}{
+		{"plain", nil},
+		{"zone-spread", []podOption{spread(corev1.LabelTopologyZone, "zone-spread", corev1.DoNotSchedule)}},
+		{"host-spread", []podOption{spread(corev1.LabelHostname, "host-spread", corev1.DoNotSchedule)}},
+		{"zone-affinity", []podOption{affine(corev1.LabelTopologyZone, "zone-affinity")}},
+		{"nginx", []podOption{antiAffine(corev1.LabelHostname, "nginx")}},
+	}
+	out := make([]*corev1.Pod, 0, n)
+	for i := range n {
+		g := groups[i%len(groups)]
+		opts := append([]podOption{labelled("app", g.app)}, g.opts...)
+		out = append(out, testPod(fmt.Sprintf("%s-%d", g.app, i), cpus[rng.IntN(len(cpus))], memories[rng.IntN(len(memories))], opts...))
+	}
+	return out
+}
+
+func BenchmarkProvisioning(b *testing.B) {
+	sizes := []int{100, 1000, 5000}
+	if *benchLarge {
+		sizes = append(sizes, 10000, 20000)
+	}
+	its := benchInstanceTypes()
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
+			runBench(b, its, benchPods(n), PreferenceRespect)
+		})
+	}
+}
+
+// BenchmarkPreferences: 4000 identical pods (100m, 4Gi) preferring zone affinity, an
+// unsatisfiable zone anti-affinity and hostname anti-affinity, under each policy.
+func BenchmarkPreferences(b *testing.B) {
+	its := benchInstanceTypes()
+	batch := pods(4000, "pref", "100m", "4Gi", labelled("app", "pref"),
+		preferAffine(50, corev1.LabelTopologyZone, "pref"),
+		preferAntiAffine(30, corev1.LabelTopologyZone, "pref"),
+		preferAntiAffine(10, corev1.LabelHostname, "pref"))
+	for _, policy := range []PreferencePolicy{PreferenceRespect, PreferenceIgnore} {
+		b.Run(string(policy), func(b *testing.B) { runBench(b, its, batch, policy) })
+	}
+}
+
+func runBench(b *testing.B, its cloudprovider.InstanceTypes, batch []*corev1.Pod, policy PreferencePolicy) {
+	state := &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default")}}
+	s := newTestSolver(b, state, its, withPolicy(policy))
+	var plan *simulation.Plan
+	var elapsed time.Duration
+	for b.Loop() {
+		start := time.Now()
+		var err error
+		if plan, err = s.Plan(b.Context(), batch); err != nil {
+			b.Fatal(err)
+		}
+		elapsed += time.Since(start)
+	}
+	if len(plan.Unschedulable) > 0 {
+		b.Fatalf("%d pods unschedulable, e.g. %v", len(plan.Unschedulable), first(plan.Unschedulable))
+	}
+	price := 0.0
+	for _, c := range plan.NewNodeClaims {
+		reqs := scheduling.FromNodeSelectorRequirementsWithMinValues(c.NodeClaim.Spec.Requirements...)
+		price += its.Compatible(reqs).OrderByPrice(reqs)[0].CheapestPrice(reqs)
+	}
+	b.ReportMetric(float64(len(batch))*float64(b.N)/elapsed.Seconds(), "pods/s")
+	b.ReportMetric(float64(len(plan.NewNodeClaims)), "nodes")
+	b.ReportMetric(price, "price/h")
+}
+
+func first[K comparable, V any](m map[K]V) V {
+	for _, v := range m {
+		return v
+	}
+	var zero V
+	return zero
+}

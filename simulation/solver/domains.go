@@ -1,0 +1,91 @@
+package solver
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/scheduling"
+	"github.com/joinery-dev/joinery/simulation"
+)
+
+// domainTaintKey marks the placeholder nodes the solver adds for topology domains. Nothing
+// tolerates it, and the solver never tries to place a pod on such a node.
+const domainTaintKey = "joinery.dev/topology-domain"
+
+// domainLabelKeys are the keys a placeholder node carries per combination.
+var domainLabelKeys = []string{corev1.LabelTopologyZone, karpv1.CapacityTypeLabelKey, corev1.LabelArchStable, corev1.LabelOSStable}
+
+// addDomains adds an empty, tainted placeholder node for every (zone, capacity type, arch, os)
+// a NodePool can launch. PodTopologySpread counts the domains of the nodes in the snapshot; a
+// zone where nothing runs yet but a NodePool could launch must count as a domain with zero
+// pods, as Karpenter counts it, or the Filters would let a spread pile onto the first zone.
+func (r *run) addDomains() error {
+	for _, p := range r.pools {
+		combos := sets.New[string]()
+		var nodes []*corev1.Node
+		for _, it := range p.its {
+			for _, o := range it.Offerings {
+				if !o.Available || !o.CompatibleWith(p.reqs) {
+					continue
+				}
+				for _, arch := range valuesOf(it.Requirements.Get(corev1.LabelArchStable), p.reqs.Get(corev1.LabelArchStable)) {
+					for _, os := range valuesOf(it.Requirements.Get(corev1.LabelOSStable), p.reqs.Get(corev1.LabelOSStable)) {
+						values := []string{o.Zone(), o.CapacityType(), arch, os}
+						key := fmt.Sprint(values)
+						if combos.Has(key) {
+							continue
+						}
+						combos.Insert(key)
+						labels := p.reqs.Labels()
+						for i, k := range domainLabelKeys {
+							if values[i] != "" {
+								labels[k] = values[i]
+							}
+						}
+						name := fmt.Sprintf("joinery-domain-%s-%d", p.np.Name, combos.Len())
+						nodes = append(nodes, simulation.NewHypotheticalNode(simulation.NodeTemplate{
+							Name:   name,
+							Labels: labels,
+							Taints: []corev1.Taint{{Key: domainTaintKey, Effect: corev1.TaintEffectNoSchedule}},
+						}))
+					}
+				}
+			}
+		}
+		for _, n := range nodes {
+			if err := r.engine.Snapshot().AddNode(n); err != nil {
+				return fmt.Errorf("adding topology domain: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// valuesOf lists the values of have (an instance type's requirement) that want allows, or
+// [""] when have is not a finite set.
+func valuesOf(have, want *scheduling.Requirement) []string {
+	values, ok := finite(have)
+	out := []string{}
+	if ok {
+		for _, v := range values {
+			if want.Has(v) {
+				out = append(out, v)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return []string{""}
+	}
+	return out
+}
+
+// finite returns the allowed values of an In requirement, sorted.
+func finite(r *scheduling.Requirement) ([]string, bool) {
+	if r.Operator() != corev1.NodeSelectorOpIn {
+		return nil, false
+	}
+	return r.Values(), true
+}

@@ -1,0 +1,79 @@
+package solver
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+)
+
+// ephemeralTaints are put on a node while it registers and initializes and removed once it is
+// ready; kube-scheduler rejects the node until then, but the capacity is already bought.
+var ephemeralTaints = map[string]bool{
+	karpv1.UnregisteredTaintKey:                      true,
+	corev1.TaintNodeNotReady:                         true,
+	corev1.TaintNodeUnreachable:                      true,
+	"node.cloudprovider.kubernetes.io/uninitialized": true,
+}
+
+// initializingNodes returns nodes with the ephemeral and startup taints removed from every node
+// whose NodeClaim is not Initialized yet, and which NodeClaim each such node belongs to. The
+// solver sees such a node as the capacity it is about to be: otherwise a pod that the real
+// scheduler placed elsewhere than planned would get new capacity while its planned node, still
+// tainted for a second, stood empty.
+func initializingNodes(nodes []*corev1.Node, nodeClaims []*karpv1.NodeClaim) ([]*corev1.Node, map[string]string) {
+	initializing := map[string]*karpv1.NodeClaim{}
+	for _, nc := range nodeClaims {
+		if nc.Status.NodeName == "" || nc.DeletionTimestamp != nil ||
+			meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeInitialized) {
+			continue
+		}
+		initializing[nc.Status.NodeName] = nc
+	}
+	if len(initializing) == 0 {
+		return nodes, nil
+	}
+	owners := make(map[string]string, len(initializing))
+	out := make([]*corev1.Node, len(nodes))
+	for i, node := range nodes {
+		out[i] = node
+		nc, ok := initializing[node.Name]
+		if !ok || node.DeletionTimestamp != nil {
+			continue
+		}
+		owners[node.Name] = nc.Name
+		startup := map[string]bool{}
+		for _, t := range nc.Spec.StartupTaints {
+			startup[t.Key] = true
+		}
+		stripped := node.DeepCopy()
+		stripped.Spec.Taints = stripped.Spec.Taints[:0]
+		for _, t := range node.Spec.Taints {
+			if !ephemeralTaints[t.Key] && !startup[t.Key] {
+				stripped.Spec.Taints = append(stripped.Spec.Taints, t)
+			}
+		}
+		out[i] = stripped
+	}
+	return out, owners
+}
+
+// tryInitializing places pod on a node that is still initializing when the Filters allow it, and
+// records the node's NodeClaim in the plan so the pod waits for it instead of getting capacity
+// of its own.
+func (r *run) tryInitializing(ctx context.Context, pod *corev1.Pod) (bool, error) {
+	if len(r.initializing) == 0 {
+		return false, nil
+	}
+	name, status := r.engine.FitsAny(ctx, pod, r.initializingNames)
+	if !status.IsSuccess() {
+		return false, nil
+	}
+	if s := r.engine.SchedulePod(ctx, pod, name); !s.IsSuccess() {
+		return false, s.AsError()
+	}
+	r.plan.InFlight[pod.UID] = r.initializing[name]
+	return true, nil
+}

@@ -1,0 +1,302 @@
+package solver
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/cloudprovider"
+	"github.com/joinery-dev/joinery/cloudprovider/kwok/catalog"
+	"github.com/joinery-dev/joinery/scheduling"
+	"github.com/joinery-dev/joinery/simulation"
+)
+
+var (
+	catalogOnce  sync.Once
+	catalogTypes cloudprovider.InstanceTypes
+	catalogErr   error
+)
+
+// kwokTypes are the kwok provider's embedded catalog.
+func kwokTypes(tb testing.TB) cloudprovider.InstanceTypes {
+	tb.Helper()
+	catalogOnce.Do(func() {
+		var f *catalog.File
+		if f, catalogErr = catalog.Default(); catalogErr == nil {
+			catalogTypes, catalogErr = f.Build(catalog.BuildOptions{})
+		}
+	})
+	if catalogErr != nil {
+		tb.Fatal(catalogErr)
+	}
+	return catalogTypes
+}
+
+// staticTypes serves the same instance types to every NodePool.
+type staticTypes cloudprovider.InstanceTypes
+
+func (s staticTypes) GetInstanceTypes(context.Context, *karpv1.NodePool) ([]*cloudprovider.InstanceType, error) {
+	return s, nil
+}
+
+type poolOption func(*karpv1.NodePool)
+
+func nodePool(name string, opts ...poolOption) *karpv1.NodePool {
+	np := &karpv1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("np-" + name), Annotations: map[string]string{karpv1.NodePoolHashAnnotationKey: "hash-" + name}},
+		Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
+			NodeClassRef: &karpv1.NodeClassReference{Group: "karpenter.kwok.sh", Kind: "KWOKNodeClass", Name: "default"},
+			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
+				{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}},
+			},
+		}}},
+	}
+	for _, opt := range opts {
+		opt(np)
+	}
+	return np
+}
+
+func weighted(w int32) poolOption { return func(np *karpv1.NodePool) { np.Spec.Weight = &w } }
+
+func requiring(key string, op corev1.NodeSelectorOperator, minValues *int, values ...string) poolOption {
+	return func(np *karpv1.NodePool) {
+		np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements,
+			karpv1.NodeSelectorRequirementWithMinValues{Key: key, Operator: op, Values: values, MinValues: minValues})
+	}
+}
+
+func tainted(key string) poolOption {
+	return func(np *karpv1.NodePool) {
+		np.Spec.Template.Spec.Taints = append(np.Spec.Template.Spec.Taints, corev1.Taint{Key: key, Effect: corev1.TaintEffectNoSchedule})
+	}
+}
+
+func notReady(np *karpv1.NodePool) {
+	np.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionFalse, Reason: "NodeClassNotReady"}}
+}
+
+func limited(resources corev1.ResourceList) poolOption {
+	return func(np *karpv1.NodePool) { np.Spec.Limits = resources }
+}
+
+type podOption func(*corev1.Pod)
+
+func testPod(name, cpu, memory string, opts ...podOption) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name), Labels: map[string]string{}},
+		Spec: corev1.PodSpec{
+			SchedulerName: corev1.DefaultSchedulerName,
+			Containers: []corev1.Container{{
+				Name: "main", Image: "registry.example/app:1",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+					corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory),
+				}},
+			}},
+		},
+	}
+	for _, opt := range opts {
+		opt(p)
+	}
+	return p
+}
+
+func pods(n int, prefix, cpu, memory string, opts ...podOption) []*corev1.Pod {
+	out := make([]*corev1.Pod, n)
+	for i := range out {
+		out[i] = testPod(fmt.Sprintf("%s-%d", prefix, i), cpu, memory, opts...)
+	}
+	return out
+}
+
+func labelled(key, value string) podOption { return func(p *corev1.Pod) { p.Labels[key] = value } }
+
+func selecting(key, value string) podOption {
+	return func(p *corev1.Pod) {
+		if p.Spec.NodeSelector == nil {
+			p.Spec.NodeSelector = map[string]string{}
+		}
+		p.Spec.NodeSelector[key] = value
+	}
+}
+
+func tolerating(key string) podOption {
+	return func(p *corev1.Pod) {
+		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists})
+	}
+}
+
+func hostPort(port int32) podOption {
+	return func(p *corev1.Pod) {
+		p.Spec.Containers[0].Ports = append(p.Spec.Containers[0].Ports, corev1.ContainerPort{ContainerPort: port, HostPort: port, Protocol: corev1.ProtocolTCP})
+	}
+}
+
+func affinity(p *corev1.Pod) *corev1.Affinity {
+	if p.Spec.Affinity == nil {
+		p.Spec.Affinity = &corev1.Affinity{}
+	}
+	return p.Spec.Affinity
+}
+
+func selector(app string) *metav1.LabelSelector {
+	return &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}
+}
+
+func spread(key, app string, when corev1.UnsatisfiableConstraintAction) podOption {
+	return func(p *corev1.Pod) {
+		p.Spec.TopologySpreadConstraints = append(p.Spec.TopologySpreadConstraints, corev1.TopologySpreadConstraint{
+			MaxSkew: 1, TopologyKey: key, WhenUnsatisfiable: when, LabelSelector: selector(app),
+		})
+	}
+}
+
+func antiAffine(key, app string) podOption {
+	return func(p *corev1.Pod) {
+		a := affinity(p)
+		if a.PodAntiAffinity == nil {
+			a.PodAntiAffinity = &corev1.PodAntiAffinity{}
+		}
+		a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution = append(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution,
+			corev1.PodAffinityTerm{TopologyKey: key, LabelSelector: selector(app)})
+	}
+}
+
+func affine(key, app string) podOption {
+	return func(p *corev1.Pod) {
+		a := affinity(p)
+		if a.PodAffinity == nil {
+			a.PodAffinity = &corev1.PodAffinity{}
+		}
+		a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution = append(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution,
+			corev1.PodAffinityTerm{TopologyKey: key, LabelSelector: selector(app)})
+	}
+}
+
+func preferAntiAffine(weight int32, key, app string) podOption {
+	return func(p *corev1.Pod) {
+		a := affinity(p)
+		if a.PodAntiAffinity == nil {
+			a.PodAntiAffinity = &corev1.PodAntiAffinity{}
+		}
+		a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution = append(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution,
+			corev1.WeightedPodAffinityTerm{Weight: weight, PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: key, LabelSelector: selector(app)}})
+	}
+}
+
+func preferAffine(weight int32, key, app string) podOption {
+	return func(p *corev1.Pod) {
+		a := affinity(p)
+		if a.PodAffinity == nil {
+			a.PodAffinity = &corev1.PodAffinity{}
+		}
+		a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution = append(a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution,
+			corev1.WeightedPodAffinityTerm{Weight: weight, PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: key, LabelSelector: selector(app)}})
+	}
+}
+
+func preferNode(weight int32, key string, values ...string) podOption {
+	return func(p *corev1.Pod) {
+		a := affinity(p)
+		if a.NodeAffinity == nil {
+			a.NodeAffinity = &corev1.NodeAffinity{}
+		}
+		a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution = append(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution,
+			corev1.PreferredSchedulingTerm{Weight: weight, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: key, Operator: corev1.NodeSelectorOpIn, Values: values}}}})
+	}
+}
+
+func requireNode(key string, values ...string) podOption {
+	return func(p *corev1.Pod) {
+		a := affinity(p)
+		a.NodeAffinity = &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: key, Operator: corev1.NodeSelectorOpIn, Values: values}},
+		}}}}
+	}
+}
+
+func daemonSet(name, cpu, memory string, opts ...podOption) *appsv1.DaemonSet {
+	template := testPod(name, cpu, memory, opts...)
+	return &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system", UID: types.UID("ds-" + name)},
+		Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"daemon": name}},
+			Spec:       template.Spec,
+		}},
+	}
+}
+
+type solverOption func(*Options)
+
+func withPolicy(p PreferencePolicy) solverOption { return func(o *Options) { o.PreferencePolicy = p } }
+func withMinValues(p MinValuesPolicy) solverOption {
+	return func(o *Options) { o.MinValuesPolicy = p }
+}
+
+// newTestSolver builds a solver over state with the default profile and a fake clientset.
+func newTestSolver(tb testing.TB, state *StaticState, its cloudprovider.InstanceTypes, opts ...solverOption) *Solver {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	tb.Cleanup(cancel)
+	profile, err := simulation.DefaultProfile()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	client := fake.NewClientset()
+	factory := informers.NewSharedInformerFactory(client, 0)
+	o := Options{
+		State: state, InstanceTypes: staticTypes(its), Profile: profile,
+		Framework: simulation.FrameworkOptions{Client: client, InformerFactory: factory},
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	s, err := New(ctx, o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	return s
+}
+
+// planAndVerify plans batch and runs the fidelity check on the result.
+func planAndVerify(t *testing.T, state *StaticState, batch []*corev1.Pod, opts ...solverOption) *simulation.Plan {
+	t.Helper()
+	its := kwokTypes(t)
+	s := newTestSolver(t, state, its, opts...)
+	plan, err := s.Plan(t.Context(), batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	profile, _ := simulation.DefaultProfile()
+	if err := VerifyPlan(t.Context(), plan, state, its, profile, batch, simulation.FrameworkOptions{}); err != nil {
+		t.Fatalf("fidelity check: %v", err)
+	}
+	return plan
+}
+
+// requirement returns nc's requirement on key as the algebra reads it.
+func requirement(nc *karpv1.NodeClaim, key string) *scheduling.Requirement {
+	return scheduling.FromNodeSelectorRequirementsWithMinValues(nc.Spec.Requirements...).Get(key)
+}
+
+// instanceTypes lists nc's instance types in the order it gives them.
+func instanceTypes(nc *karpv1.NodeClaim) []string {
+	for _, r := range nc.Spec.Requirements {
+		if r.Key == corev1.LabelInstanceTypeStable {
+			return r.Values
+		}
+	}
+	return nil
+}

@@ -1,0 +1,93 @@
+package solver
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/cloudprovider"
+	"github.com/joinery-dev/joinery/scheduling"
+	"github.com/joinery-dev/joinery/simulation"
+)
+
+// addInFlight adds every NodeClaim that has no registered Node yet as a hypothetical node,
+// with the daemons that will run on it and the pending pods already planned onto it, so the
+// batch fills launching capacity before asking for more.
+func (r *run) addInFlight(ctx context.Context, nodeClaims []*karpv1.NodeClaim, nodes []*corev1.Node, pods []*corev1.Pod) error {
+	registered := sets.New[string]()
+	for _, n := range nodes {
+		registered.Insert(n.Name)
+	}
+	pending := map[types.UID]*corev1.Pod{}
+	for _, p := range pods {
+		if p.Spec.NodeName == "" {
+			pending[p.UID] = p
+		}
+	}
+	for _, nc := range nodeClaims {
+		if nc.DeletionTimestamp != nil || (nc.Status.NodeName != "" && registered.Has(nc.Status.NodeName)) {
+			continue
+		}
+		c := r.inFlightClaim(nc)
+		if c == nil {
+			continue
+		}
+		if err := r.engine.Snapshot().AddNode(c.node(c.reqs)); err != nil {
+			return fmt.Errorf("adding in-flight nodeclaim %s: %w", nc.Name, err)
+		}
+		daemons, err := addDaemons(ctx, r.engine, r.daemons, c.name)
+		if err != nil {
+			return err
+		}
+		c.requests = daemons
+		for _, uid := range simulation.PlannedPods(nc) {
+			if r.batch.Has(uid) {
+				r.plannedOn[uid] = c
+				continue
+			}
+			pod, ok := pending[uid]
+			if !ok {
+				continue // bound elsewhere or gone
+			}
+			if err := r.engine.Snapshot().AddPod(pod, c.name); err != nil {
+				return err
+			}
+			r.noteAntiAffinity(pod)
+			c.pods = append(c.pods, pod)
+			c.requests = c.requests.plus(podVec(pod))
+		}
+		c.index = len(r.claims)
+		r.claims = append(r.claims, c)
+	}
+	return nil
+}
+
+// inFlightClaim describes nc as a claim, or returns nil when none of its instance types is
+// known (its NodePool is gone or not ready).
+func (r *run) inFlightClaim(nc *karpv1.NodeClaim) *claim {
+	reqs := scheduling.FromNodeSelectorRequirementsWithMinValues(nc.Spec.Requirements...)
+	for k, v := range nc.Labels {
+		reqs.Add(scheduling.NewRequirement(k, corev1.NodeSelectorOpIn, v))
+	}
+	var its cloudprovider.InstanceTypes
+	for _, p := range r.pools {
+		if p.np.Name == nodePoolOf(nc) {
+			its = p.its.Compatible(reqs)
+		}
+	}
+	c := &claim{name: nc.Name, inFlight: nc, reqs: reqs, its: its, taints: nc.Spec.Taints}
+	switch {
+	case len(nc.Status.Allocatable) > 0:
+		c.bound, c.fixed = nc.Status.Allocatable, true
+	case len(its) > 0:
+		c.bound = maxAllocatable(its)
+	default:
+		return nil
+	}
+	c.boundVec = toVec(c.bound)
+	return c
+}

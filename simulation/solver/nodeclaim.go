@@ -1,0 +1,158 @@
+package solver
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/scheduling"
+	"github.com/joinery-dev/joinery/simulation"
+)
+
+// finish turns the batch's claims into NodeClaims.
+func (r *run) finish() (*simulation.Plan, error) {
+	for _, c := range r.claims {
+		if c.pool == nil || len(c.pods) == 0 {
+			continue
+		}
+		nc, err := r.nodeClaim(c)
+		if err != nil {
+			// The pods were planned onto a claim that cannot be published: say why.
+			for _, pod := range c.pods {
+				r.plan.Unschedulable[pod.UID] = fmt.Sprintf("no NodePool fits: nodepool %q: %v", c.pool.np.Name, err)
+			}
+			continue
+		}
+		r.plan.NewNodeClaims = append(r.plan.NewNodeClaims, &simulation.PlannedNodeClaim{NodeClaim: nc, Pods: c.pods})
+	}
+	return r.plan, nil
+}
+
+// nodeClaim builds the unsaved NodeClaim for a new claim: the NodePool's template, the
+// claim's narrowed requirements with its instance types cheapest first, and the requests of
+// its pods and daemons.
+func (r *run) nodeClaim(c *claim) (*karpv1.NodeClaim, error) {
+	np := c.pool.np
+	template := np.Spec.Template
+	reqs := c.reqs.Clone()
+	// A user-defined label that only has to exist gets a value now: the node must carry one.
+	for key, q := range reqs {
+		if isWellKnown(key) || q.AllowsAbsent() || q.Len() == 1 {
+			continue
+		}
+		if _, ok := finite(q); ok {
+			continue // a finite choice is left to the launch, like a zone
+		}
+		chosen := scheduling.NewRequirement(key, corev1.NodeSelectorOpIn, q.Any())
+		chosen.MinValues = q.MinValues
+		reqs[key] = chosen
+	}
+	its := c.its.Compatible(reqs).OrderByPrice(reqs)
+	if len(its) == 0 {
+		return nil, fmt.Errorf("no instance type is left for its requirements %s", reqs)
+	}
+	annotations := maps.Clone(template.ObjectMeta.Annotations)
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	truncated, err := its.Truncate(reqs, r.s.opts.MaxInstanceTypes)
+	if err != nil {
+		if r.s.opts.MinValuesPolicy == MinValuesStrict {
+			return nil, err
+		}
+		relaxMinValues(reqs, truncated)
+		annotations[karpv1.NodeClaimMinValuesRelaxedAnnotationKey] = "true"
+	}
+	names := make([]string, len(truncated))
+	for i, it := range truncated {
+		names[i] = it.Name
+	}
+	typeReq := karpv1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: names}
+	if existing, ok := reqs[corev1.LabelInstanceTypeStable]; ok {
+		typeReq.MinValues = existing.MinValues
+	}
+	delete(reqs, corev1.LabelInstanceTypeStable)
+
+	labels := maps.Clone(template.ObjectMeta.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, reqs.Labels())
+	if len(names) == 1 {
+		labels[corev1.LabelInstanceTypeStable] = names[0]
+	}
+	labels[karpv1.NodePoolLabelKey] = np.Name
+	if hash, ok := np.Annotations[karpv1.NodePoolHashAnnotationKey]; ok {
+		annotations[karpv1.NodePoolHashAnnotationKey] = hash
+	}
+	if version, ok := np.Annotations[karpv1.NodePoolHashVersionAnnotationKey]; ok {
+		annotations[karpv1.NodePoolHashVersionAnnotationKey] = version
+	}
+	nc := &karpv1.NodeClaim{
+		TypeMeta: metav1.TypeMeta{APIVersion: karpv1.SchemeGroupVersion.String(), Kind: "NodeClaim"},
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: np.Name + "-",
+			Labels:       labels,
+			Annotations:  annotations,
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion:         karpv1.SchemeGroupVersion.String(),
+				Kind:               "NodePool",
+				Name:               np.Name,
+				UID:                np.UID,
+				Controller:         new(true),
+				BlockOwnerDeletion: new(true),
+			}},
+		},
+		Spec: karpv1.NodeClaimSpec{
+			Taints:                 template.Spec.Taints,
+			StartupTaints:          template.Spec.StartupTaints,
+			Requirements:           withInstanceTypes(reqs.NodeSelectorRequirementsWithMinValues(), typeReq),
+			Resources:              karpv1.ResourceRequirements{Requests: c.requests.list()},
+			NodeClassRef:           template.Spec.NodeClassRef,
+			TerminationGracePeriod: template.Spec.TerminationGracePeriod,
+			ExpireAfter:            template.Spec.ExpireAfter,
+		},
+	}
+	uids := make([]types.UID, len(c.pods))
+	for i, pod := range c.pods {
+		uids[i] = pod.UID
+	}
+	simulation.AddPlannedPods(nc, uids...)
+	return nc, nil
+}
+
+// relaxMinValues lowers each minValues of reqs to what its offer, as the BestEffort policy
+// allows.
+func relaxMinValues(reqs scheduling.Requirements, its interface {
+	MinValuesShortfall(scheduling.Requirements) error
+}) {
+	for key, q := range reqs {
+		if q.MinValues == nil {
+			continue
+		}
+		for n := *q.MinValues; n >= 0; n-- {
+			relaxed := scheduling.NewRequirements(scheduling.NewRequirement(key, corev1.NodeSelectorOpExists))
+			relaxed[key] = q.Intersection(relaxed[key])
+			relaxed[key].MinValues = new(n)
+			if its.MinValuesShortfall(relaxed) == nil {
+				reqs[key] = relaxed[key]
+				break
+			}
+		}
+	}
+}
+
+// withInstanceTypes inserts the instance-type requirement in key order, its values kept
+// cheapest first (the algebra would sort them by name).
+func withInstanceTypes(reqs []karpv1.NodeSelectorRequirementWithMinValues, types karpv1.NodeSelectorRequirementWithMinValues) []karpv1.NodeSelectorRequirementWithMinValues {
+	i, _ := slices.BinarySearchFunc(reqs, types.Key, func(r karpv1.NodeSelectorRequirementWithMinValues, key string) int {
+		return strings.Compare(r.Key, key)
+	})
+	return slices.Insert(reqs, i, types)
+}

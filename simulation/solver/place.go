@@ -1,0 +1,478 @@
+package solver
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/joinery-dev/joinery/cloudprovider"
+	"github.com/joinery-dev/joinery/scheduling"
+)
+
+// memo is what pods of one equivalence class learn for one attempt and share with their
+// siblings.
+type memo struct {
+	// failed[i]: claim i cannot take the attempt, now or later.
+	failed []bool
+	// noNew, when set, is why no new NodeClaim can take a monotone attempt.
+	noNew string
+	pools map[*pool]*poolFit
+}
+
+func (m *memo) hasFailed(i int) bool { return i < len(m.failed) && m.failed[i] }
+
+func (m *memo) fail(i int) {
+	if i >= len(m.failed) {
+		m.failed = append(m.failed, make([]bool, i+1-len(m.failed))...)
+	}
+	m.failed[i] = true
+}
+
+func (r *run) memo(key string) *memo {
+	m, ok := r.memos[key]
+	if !ok {
+		m = &memo{pools: map[*pool]*poolFit{}}
+		r.memos[key] = m
+	}
+	return m
+}
+
+// place plans pod: onto a claim of the batch or in flight when the Filters allow, else onto a
+// new claim from the first NodePool that can host it; strictest attempt first.
+func (r *run) place(ctx context.Context, pod *corev1.Pod) error {
+	if placed, err := r.tryInitializing(ctx, pod); err != nil || placed {
+		return err
+	}
+	req := podVec(pod)
+	var reasons []string
+	for _, a := range r.s.attempts(pod) {
+		m := r.memo(a.key)
+		placed, err := r.tryClaims(ctx, pod, a, m, req)
+		if err != nil || placed {
+			return err
+		}
+		if m.noNew != "" {
+			reasons = []string{m.noNew}
+			continue
+		}
+		placed, why, err := r.tryNew(ctx, pod, a, m, req)
+		if err != nil || placed {
+			return err
+		}
+		if a.monotone {
+			m.noNew = why
+		}
+		reasons = []string{why}
+	}
+	reasons = append(reasons, r.skipped...)
+	r.plan.Unschedulable[pod.UID] = "no NodePool fits: " + strings.Join(reasons, "; ")
+	return nil
+}
+
+// candidate is a claim that may take the attempt, with the requirements it would have.
+type candidate struct {
+	c      *claim
+	merged scheduling.Requirements
+	its    cloudprovider.InstanceTypes
+	open   []string
+}
+
+// tryClaims tries the claims that exist, in order (a pod's earlier in-flight NodeClaim
+// first). Claims whose node needs no new labels go to the Filters together (FitsAny, in
+// parallel); the others are tried one by one with their open labels narrowed.
+func (r *run) tryClaims(ctx context.Context, pod *corev1.Pod, a attempt, m *memo, req vec) (bool, error) {
+	var direct, relabel []candidate
+	open := r.openKeys(a)
+	order := r.claims
+	if c, ok := r.plannedOn[pod.UID]; ok {
+		order = append([]*claim{c}, slices.DeleteFunc(slices.Clone(order), func(x *claim) bool { return x == c })...)
+	}
+	for _, c := range order {
+		if m.hasFailed(c.index) {
+			continue
+		}
+		cand, ok := r.admits(c, a, req, open)
+		if !ok {
+			m.fail(c.index) // requirements only narrow and requests only grow
+			continue
+		}
+		if r.needsLabels(c, cand.merged, cand.open) {
+			if c.inFlight == nil {
+				relabel = append(relabel, cand)
+			}
+			continue
+		}
+		direct = append(direct, cand)
+	}
+	if len(direct) > 0 {
+		names := make([]string, len(direct))
+		for i, cand := range direct {
+			names[i] = cand.c.name
+		}
+		name, status := r.engine.FitsAny(ctx, a.pod, names)
+		found := slices.Index(names, name)
+		if name == "" {
+			found = len(names)
+			if status.Code() == fwk.Error {
+				return false, fmt.Errorf("checking pod %s/%s: %w", pod.Namespace, pod.Name, status.AsError())
+			}
+		}
+		if a.monotone {
+			for _, cand := range direct[:found] {
+				m.fail(cand.c.index)
+			}
+		}
+		if found < len(direct) {
+			return true, r.commit(ctx, pod, direct[found], direct[found].merged)
+		}
+	}
+	for _, cand := range relabel {
+		placed, err := r.tryRelabel(ctx, pod, a, cand, req)
+		if err != nil || placed {
+			return placed, err
+		}
+		if a.monotone {
+			m.fail(cand.c.index)
+		}
+	}
+	return false, nil
+}
+
+// admits checks, with the requirements algebra and resource arithmetic only, whether claim c
+// could take attempt a; the Filters decide after.
+func (r *run) admits(c *claim, a attempt, req vec, open []string) (candidate, bool) {
+	requests := c.requests.plus(req)
+	if !requests.fits(c.boundVec) {
+		return candidate{}, false
+	}
+	cand := candidate{c: c, merged: c.reqs, its: c.its, open: open}
+	if len(a.reqs) > 0 {
+		if c.reqs.Compatible(a.reqs, scheduling.WellKnownLabels) != nil {
+			return candidate{}, false
+		}
+		cand.merged = c.reqs.Clone()
+		for _, q := range a.reqs {
+			cand.merged.Add(q)
+		}
+		if !c.fixed {
+			cand.its = c.its.Compatible(cand.merged)
+		}
+	}
+	if c.fixed {
+		return cand, true
+	}
+	if !r.alloc.anyFits(cand.its, requests) {
+		return candidate{}, false
+	}
+	if len(a.reqs) > 0 && !r.minValuesOK(c.pool, cand.merged, cand.its) {
+		return candidate{}, false
+	}
+	return cand, true
+}
+
+// minValuesOK holds a NodePool's minValues under the Strict policy.
+func (r *run) minValuesOK(p *pool, reqs scheduling.Requirements, its cloudprovider.InstanceTypes) bool {
+	if p == nil || r.s.opts.MinValuesPolicy != MinValuesStrict {
+		return true
+	}
+	return its.MinValuesShortfall(reqs) == nil
+}
+
+// openKeys are the label keys the attempt's Filters look at: its topology keys, the keys its
+// requirements constrain, and the keys of other pods' required anti-affinity.
+func (r *run) openKeys(a attempt) []string {
+	keys := slices.Clone(a.topologyKeys)
+	for key, q := range a.reqs {
+		if !q.AllowsAbsent() {
+			keys = append(keys, key)
+		}
+	}
+	for key := range r.antiAffinityKeys {
+		keys = append(keys, key)
+	}
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	return slices.DeleteFunc(keys, func(k string) bool { return k == corev1.LabelHostname })
+}
+
+// needsLabels reports whether the claim's node must change before the Filters can judge the
+// attempt: a label merged decides differs from the node's, or a key the attempt looks at is
+// still open.
+func (r *run) needsLabels(c *claim, merged scheduling.Requirements, open []string) bool {
+	current := c.currentLabels()
+	desired := current
+	if len(merged) != len(c.reqs) || !sameRequirements(merged, c.reqs) {
+		desired = c.nodeLabels(merged)
+		for k, v := range desired {
+			if current[k] != v {
+				return true
+			}
+		}
+	}
+	for _, k := range open {
+		if _, ok := desired[k]; !ok {
+			return true
+		}
+	}
+	return false
+}
+
+// tryRelabel narrows the claim's open labels to each candidate value in turn and keeps the
+// first the Filters accept.
+func (r *run) tryRelabel(ctx context.Context, pod *corev1.Pod, a attempt, cand candidate, req vec) (bool, error) {
+	c := cand.c
+	for _, reqs := range r.combinations(cand.merged, cand.its, cand.open) {
+		its := cand.its.Compatible(reqs)
+		if !r.alloc.anyFits(its, c.requests.plus(req)) || !r.minValuesOK(c.pool, reqs, its) {
+			continue
+		}
+		r.engine.Fork()
+		if err := r.engine.Snapshot().ReplaceNode(c.node(reqs)); err != nil {
+			return false, err
+		}
+		if r.engine.CheckPredicates(ctx, a.pod, c.name).IsSuccess() {
+			if err := r.engine.Commit(); err != nil {
+				return false, err
+			}
+			cand.its = its
+			return true, r.commit(ctx, pod, cand, reqs)
+		}
+		if err := r.engine.Revert(); err != nil {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+// maxCombinations bounds the label combinations tried for one claim.
+const maxCombinations = 32
+
+// combinations returns reqs with each key of open that reqs leaves multi-valued narrowed to
+// one value, in every combination (up to maxCombinations), values in sorted order.
+func (r *run) combinations(reqs scheduling.Requirements, its cloudprovider.InstanceTypes, open []string) []scheduling.Requirements {
+	combos := []scheduling.Requirements{reqs}
+	for _, key := range open {
+		if _, decided := reqs.Labels()[key]; decided {
+			continue
+		}
+		var next []scheduling.Requirements
+		for _, base := range combos {
+			for _, v := range candidateValues(base, its, key) {
+				narrowed := base.Clone()
+				narrowed.Add(scheduling.NewRequirement(key, corev1.NodeSelectorOpIn, v))
+				next = append(next, narrowed)
+				if len(next) == maxCombinations {
+					break
+				}
+			}
+		}
+		combos = next
+	}
+	return combos
+}
+
+// candidateValues are the values key may take on a node meeting reqs: the values reqs lists,
+// or for a well-known key those the instance types offer, or one chosen value for a custom
+// key that only has to exist.
+func candidateValues(reqs scheduling.Requirements, its cloudprovider.InstanceTypes, key string) []string {
+	req := reqs.Get(key)
+	if values, ok := finite(req); ok {
+		return values
+	}
+	if isWellKnown(key) {
+		seen := map[string]bool{}
+		var out []string
+		for _, it := range its {
+			values, _ := finite(it.Requirements.Get(key))
+			for _, v := range values {
+				if !seen[v] && req.Has(v) {
+					seen[v] = true
+					out = append(out, v)
+				}
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	if v := req.Any(); v != "" {
+		return []string{v}
+	}
+	return nil
+}
+
+// commit plans pod onto the claim the Filters accepted, with reqs its new requirements.
+func (r *run) commit(ctx context.Context, pod *corev1.Pod, cand candidate, reqs scheduling.Requirements) error {
+	c := cand.c
+	if status := r.engine.SchedulePod(ctx, pod, c.name); !status.IsSuccess() {
+		return fmt.Errorf("planning pod %s/%s onto %s after its Filters passed: %w", pod.Namespace, pod.Name, c.name, status.AsError())
+	}
+	c.setRequirements(reqs)
+	c.requests = c.requests.plus(podVec(pod))
+	if !c.fixed {
+		c.its = r.alloc.fitting(cand.its, c.requests)
+	}
+	c.pods = append(c.pods, pod)
+	if c.inFlight != nil {
+		r.plan.InFlight[pod.UID] = c.inFlight.Name
+	}
+	r.noteAntiAffinity(pod)
+	return nil
+}
+
+// poolFit is what a NodePool offers one attempt, whatever else the batch plans.
+type poolFit struct {
+	merged scheduling.Requirements
+	its    cloudprovider.InstanceTypes
+	why    string
+}
+
+func (r *run) poolFit(p *pool, a attempt, m *memo) *poolFit {
+	if f, ok := m.pools[p]; ok {
+		return f
+	}
+	f := &poolFit{}
+	m.pools[p] = f
+	for i := range p.np.Spec.Template.Spec.Taints {
+		taint := &p.np.Spec.Template.Spec.Taints[i]
+		if taint.Effect == corev1.TaintEffectPreferNoSchedule {
+			continue
+		}
+		if !corev1helpers.TolerationsTolerateTaint(klog.Background(), a.pod.Spec.Tolerations, taint, false) {
+			f.why = fmt.Sprintf("nodepool %q: taint %s not tolerated", p.np.Name, taint.ToString())
+			return f
+		}
+	}
+	if err := p.reqs.Compatible(a.reqs, scheduling.WellKnownLabels); err != nil {
+		f.why = fmt.Sprintf("nodepool %q: incompatible requirements: %v", p.np.Name, err)
+		return f
+	}
+	f.merged = p.reqs.Clone()
+	for _, q := range a.reqs {
+		f.merged.Add(q)
+	}
+	f.its = p.its
+	if len(a.reqs) > 0 {
+		f.its = p.its.Compatible(f.merged)
+	}
+	if len(f.its) == 0 {
+		f.why = fmt.Sprintf("nodepool %q: no instance type meets the requirements %s", p.np.Name, f.merged)
+		return f
+	}
+	if r.s.opts.MinValuesPolicy == MinValuesStrict {
+		if err := f.its.MinValuesShortfall(f.merged); err != nil {
+			f.why = fmt.Sprintf("nodepool %q: %v", p.np.Name, err)
+		}
+	}
+	return f
+}
+
+// tryNew opens a new claim for pod from the first NodePool, by weight, whose node the Filters
+// accept it on. It returns why none did.
+func (r *run) tryNew(ctx context.Context, pod *corev1.Pod, a attempt, m *memo, req vec) (bool, string, error) {
+	var reasons []string
+	if len(r.pools) == 0 {
+		return false, "no NodePool is ready", nil
+	}
+	for _, p := range r.pools {
+		f := r.poolFit(p, a, m)
+		if f.why != "" {
+			reasons = append(reasons, f.why)
+			continue
+		}
+		if !r.alloc.anyFits(f.its, req) {
+			reasons = append(reasons, fmt.Sprintf("nodepool %q: no instance type fits the pod's requests (%s)", p.np.Name, describe(req.list())))
+			continue
+		}
+		its := withinLimits(f.its, p.remaining())
+		if !r.alloc.anyFits(its, req) {
+			reasons = append(reasons, fmt.Sprintf("nodepool %q: limits reached", p.np.Name))
+			continue
+		}
+		placed, why, err := r.tryNewOf(ctx, pod, a, p, f.merged, its, req)
+		if err != nil || placed {
+			return placed, "", err
+		}
+		reasons = append(reasons, fmt.Sprintf("nodepool %q: %s", p.np.Name, why))
+	}
+	return false, strings.Join(reasons, "; "), nil
+}
+
+// tryNewOf tries a new node of NodePool p for each combination of the open labels.
+func (r *run) tryNewOf(ctx context.Context, pod *corev1.Pod, a attempt, p *pool, merged scheduling.Requirements, its cloudprovider.InstanceTypes, req vec) (bool, string, error) {
+	why := "no instance type fits the pod with its daemons"
+	open := r.openKeys(a)
+	for _, reqs := range r.combinations(merged, its, open) {
+		narrowed := its
+		if len(reqs) != len(merged) {
+			narrowed = its.Compatible(reqs)
+		}
+		if len(narrowed) == 0 || !r.minValuesOK(p, reqs, narrowed) {
+			continue
+		}
+		c := &claim{name: r.nextName("joinery-planned"), pool: p, reqs: reqs, taints: p.np.Spec.Template.Spec.Taints}
+		c.bound = maxAllocatable(narrowed)
+		c.boundVec = toVec(c.bound)
+		r.engine.Fork()
+		if err := r.engine.Snapshot().AddNode(c.node(reqs)); err != nil {
+			return false, "", err
+		}
+		daemons, err := addDaemons(ctx, r.engine, r.daemons, c.name)
+		if err != nil {
+			return false, "", err
+		}
+		c.requests = daemons
+		fitting := r.alloc.fitting(narrowed, daemons.plus(req))
+		if len(fitting) > 0 {
+			status := r.engine.CheckPredicates(ctx, a.pod, c.name)
+			if status.IsSuccess() {
+				if err := r.engine.Commit(); err != nil {
+					return false, "", err
+				}
+				c.index = len(r.claims)
+				r.claims = append(r.claims, c)
+				p.claims = append(p.claims, c)
+				return true, "", r.commit(ctx, pod, candidate{c: c, merged: reqs, its: fitting}, reqs)
+			}
+			why = status.Message()
+			if plugin := status.Plugin(); plugin != "" {
+				why = plugin + ": " + why
+			}
+		}
+		if err := r.engine.Revert(); err != nil {
+			return false, "", err
+		}
+	}
+	return false, why, nil
+}
+
+// describe formats resources as "cpu=4, memory=1Gi, pods=1", sorted by name.
+func describe(list corev1.ResourceList) string {
+	names := make([]string, 0, len(list))
+	for name := range list {
+		names = append(names, string(name))
+	}
+	slices.Sort(names)
+	parts := make([]string, len(names))
+	for i, name := range names {
+		q := list[corev1.ResourceName(name)]
+		parts[i] = name + "=" + q.String()
+	}
+	return strings.Join(parts, ", ")
+}
+
+// sameRequirements reports whether a and b hold the same requirement objects (requirements
+// are immutable, so an unchanged key keeps its pointer).
+func sameRequirements(a, b scheduling.Requirements) bool {
+	for k, q := range a {
+		if b[k] != q {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,205 @@
+package solver
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/scheduling"
+	"github.com/joinery-dev/joinery/simulation"
+)
+
+// Solver plans capacity for pending pods. Plan calls are serialized: the solver owns one
+// simulation engine, reset to the cluster's state at the start of each Plan.
+type Solver struct {
+	opts   Options
+	mu     sync.Mutex
+	engine *simulation.Engine
+}
+
+var _ simulation.Planner = (*Solver)(nil)
+
+// New builds a solver and its engine. Start opts.Framework.InformerFactory (and wait for its
+// caches) after New returns, as for simulation.NewEngine.
+func New(ctx context.Context, opts Options) (*Solver, error) {
+	if err := opts.defaultAndValidate(); err != nil {
+		return nil, fmt.Errorf("solver options: %w", err)
+	}
+	snapshot, err := simulation.NewSnapshot(nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	engine, err := simulation.NewEngine(ctx, snapshot, opts.Profile, opts.OutOfTree, opts.Framework)
+	if err != nil {
+		return nil, fmt.Errorf("building simulation engine: %w", err)
+	}
+	return &Solver{opts: opts, engine: engine}, nil
+}
+
+// Plan decides where pods go: onto NodeClaims still launching (Plan.InFlight), onto new
+// NodeClaims (Plan.NewNodeClaims), or nowhere (Plan.Unschedulable, with the reason).
+func (s *Solver) Plan(ctx context.Context, pods []*corev1.Pod) (*simulation.Plan, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.newRun(ctx, pods)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		// Release the batch's state; the next Plan resets the snapshot anyway.
+		_ = s.engine.Reset(nil, nil)
+	}()
+	for _, pod := range sortedPods(pods) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := r.place(ctx, pod); err != nil {
+			return nil, err
+		}
+	}
+	return r.finish()
+}
+
+// run is the state of one Plan.
+type run struct {
+	s      *Solver
+	engine *simulation.Engine
+	pools  []*pool
+	// skipped explains NodePools left out (not ready, no instance types).
+	skipped []string
+	claims  []*claim
+	// plannedOn maps a pending pod to the in-flight claim it was planned onto earlier.
+	plannedOn map[types.UID]*claim
+	daemons   []*corev1.Pod
+	alloc     allocatables
+	memos     map[string]*memo
+	// antiAffinityKeys are topology keys of required anti-affinity terms of pods in the
+	// snapshot: a pod landing on a claim must see those keys decided, or the term is blind.
+	antiAffinityKeys sets.Set[string]
+	seq              int
+	plan             *simulation.Plan
+	batch            sets.Set[types.UID]
+	// initializing maps nodes still initializing to their NodeClaims; pods go there first.
+	initializing      map[string]string
+	initializingNames []string
+}
+
+// sortedPods orders pods largest first (cpu, then memory), then by namespace and name, so that
+// plans are deterministic; VerifyPlan replays pods in the same order.
+func sortedPods(pods []*corev1.Pod) []*corev1.Pod {
+	type keyed struct {
+		pod *corev1.Pod
+		req vec
+	}
+	list := make([]keyed, len(pods))
+	for i, p := range pods {
+		list[i] = keyed{p, podVec(p)}
+	}
+	slices.SortStableFunc(list, func(a, b keyed) int {
+		return cmp.Or(
+			cmp.Compare(b.req.milliCPU, a.req.milliCPU),
+			cmp.Compare(b.req.memory, a.req.memory),
+			cmp.Compare(a.pod.Namespace, b.pod.Namespace),
+			cmp.Compare(a.pod.Name, b.pod.Name),
+		)
+	})
+	out := make([]*corev1.Pod, len(list))
+	for i, k := range list {
+		out[i] = k.pod
+	}
+	return out
+}
+
+func (s *Solver) newRun(ctx context.Context, pending []*corev1.Pod) (*run, error) {
+	st := s.opts.State
+	nodePools, err := st.NodePools(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing nodepools: %w", err)
+	}
+	nodeClaims, err := st.NodeClaims(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing nodeclaims: %w", err)
+	}
+	nodes, err := st.Nodes(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	pods, err := st.Pods(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	daemonSets, err := st.DaemonSets(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing daemonsets: %w", err)
+	}
+	nodes, initializing := initializingNodes(nodes, nodeClaims)
+	if err := s.engine.Reset(nodes, pods); err != nil {
+		return nil, fmt.Errorf("loading cluster into the snapshot: %w", err)
+	}
+	r := &run{
+		s:                s,
+		engine:           s.engine,
+		plannedOn:        map[types.UID]*claim{},
+		alloc:            allocatables{},
+		memos:            map[string]*memo{},
+		antiAffinityKeys: sets.New[string](),
+		batch:            sets.New[types.UID](),
+		initializing:     initializing,
+		plan: &simulation.Plan{
+			InFlight:      map[types.UID]string{},
+			Unschedulable: map[types.UID]string{},
+		},
+	}
+	for _, p := range pending {
+		r.batch.Insert(p.UID)
+	}
+	for name := range initializing {
+		r.initializingNames = append(r.initializingNames, name)
+	}
+	slices.Sort(r.initializingNames)
+	for _, p := range pods {
+		if p.Spec.NodeName != "" {
+			r.noteAntiAffinity(p)
+		}
+	}
+	r.daemons = daemonPods(daemonSets)
+	if r.pools, r.skipped, err = s.readyPools(ctx, nodePools, nodeClaims); err != nil {
+		return nil, err
+	}
+	if err := r.addDomains(); err != nil {
+		return nil, err
+	}
+	if err := r.addInFlight(ctx, nodeClaims, nodes, pods); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// noteAntiAffinity records the topology keys of pod's required anti-affinity terms.
+func (r *run) noteAntiAffinity(pod *corev1.Pod) {
+	if a := pod.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+		for _, term := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+			if term.TopologyKey != corev1.LabelHostname {
+				r.antiAffinityKeys.Insert(term.TopologyKey)
+			}
+		}
+	}
+}
+
+func (r *run) nextName(prefix string) string {
+	r.seq++
+	return fmt.Sprintf("%s-%d", prefix, r.seq)
+}
+
+// isWellKnown reports whether instance types and offerings decide key.
+func isWellKnown(key string) bool { return scheduling.IsWellKnownLabel(key) }
+
+// nodePoolOf names the NodePool of a NodeClaim.
+func nodePoolOf(nc *karpv1.NodeClaim) string { return nc.Labels[karpv1.NodePoolLabelKey] }

@@ -1,0 +1,344 @@
+package solver
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/cloudprovider"
+	"github.com/joinery-dev/joinery/scheduling"
+	"github.com/joinery-dev/joinery/simulation"
+)
+
+const zone = corev1.LabelTopologyZone
+
+func threeZones() poolOption {
+	return requiring(zone, corev1.NodeSelectorOpIn, nil, "test-zone-a", "test-zone-b", "test-zone-c")
+}
+
+func TestPlan(t *testing.T) {
+	inFlight := &karpv1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "default-abcde", Labels: map[string]string{karpv1.NodePoolLabelKey: "default"}},
+		Spec: karpv1.NodeClaimSpec{Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
+			{Key: karpv1.NodePoolLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{"default"}},
+			{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"m5.2xlarge"}},
+			{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}},
+		}},
+	}
+	cases := []struct {
+		name  string
+		state *StaticState
+		batch []*corev1.Pod
+		opts  []solverOption
+		check func(t *testing.T, plan *simulation.Plan)
+	}{{
+		name:  "plain pods pack onto cheap instance types, at most 60",
+		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default")}},
+		batch: pods(10, "web", "1", "1Gi"),
+		check: func(t *testing.T, plan *simulation.Plan) {
+			wantClaims(t, plan, 1)
+			nc := plan.NewNodeClaims[0].NodeClaim
+			names := instanceTypes(nc)
+			if len(names) == 0 || len(names) > DefaultMaxInstanceTypes {
+				t.Fatalf("instance types %d, want 1..60", len(names))
+			}
+			assertCheapestFirst(t, nc, names)
+			if nc.GenerateName != "default-" || nc.Labels[karpv1.NodePoolLabelKey] != "default" || nc.Annotations[karpv1.NodePoolHashAnnotationKey] != "hash-default" {
+				t.Errorf("metadata %+v", nc.ObjectMeta)
+			}
+			if ref := nc.OwnerReferences; len(ref) != 1 || ref[0].Kind != "NodePool" || !*ref[0].Controller || !*ref[0].BlockOwnerDeletion {
+				t.Errorf("owner references %+v", ref)
+			}
+			cpu := nc.Spec.Resources.Requests[corev1.ResourceCPU]
+			if cpu.Cmp(resource.MustParse("10")) != 0 {
+				t.Errorf("requested cpu %s, want 10", cpu.String())
+			}
+			if len(simulation.PlannedPods(nc)) != 10 {
+				t.Errorf("planned pods %v", simulation.PlannedPods(nc))
+			}
+		},
+	}, {
+		name:  "NodePools in weight order",
+		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("light", weighted(10)), nodePool("heavy", weighted(50)), nodePool("none")}},
+		batch: pods(2, "web", "1", "1Gi"),
+		check: func(t *testing.T, plan *simulation.Plan) {
+			wantClaims(t, plan, 1)
+			wantPool(t, plan.NewNodeClaims[0].NodeClaim, "heavy")
+		},
+	}, {
+		name:  "a NodePool that is not Ready is skipped",
+		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("broken", weighted(90), notReady), nodePool("default")}},
+		batch: pods(1, "web", "1", "1Gi"),
+		check: func(t *testing.T, plan *simulation.Plan) {
+			wantClaims(t, plan, 1)
+			wantPool(t, plan.NewNodeClaims[0].NodeClaim, "default")
+		},
+	}, {
+		name:  "an untolerated taint moves to the next NodePool",
+		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("gpu", weighted(90), tainted("gpu")), nodePool("default")}},
+		batch: append(pods(1, "web", "1", "1Gi"), pods(1, "train", "1", "1Gi", tolerating("gpu"))...),
+		check: func(t *testing.T, plan *simulation.Plan) {
+			wantClaims(t, plan, 2)
+			pools := []string{plan.NewNodeClaims[0].NodeClaim.Labels[karpv1.NodePoolLabelKey], plan.NewNodeClaims[1].NodeClaim.Labels[karpv1.NodePoolLabelKey]}
+			slices.Sort(pools)
+			if !slices.Equal(pools, []string{"default", "gpu"}) {
+				t.Errorf("pools %v", pools)
+			}
+			for _, c := range plan.NewNodeClaims {
+				if c.NodeClaim.Labels[karpv1.NodePoolLabelKey] == "gpu" && c.Pods[0].Name != "train-0" {
+					t.Errorf("gpu pool got %s", c.Pods[0].Name)
+				}
+			}
+		},
+	}, {
+		name:  "an untolerated taint on the only NodePool is unschedulable",
+		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("gpu", tainted("gpu"))}},
+		batch: pods(1, "web", "1", "1Gi"),
+		check: func(t *testing.T, plan *simulation.Plan) {
+			wantClaims(t, plan, 0)
+			wantUnschedulable(t, plan, "uid-web-0", "taint gpu:NoSchedule not tolerated")
+		},
+	}, {
+		name:  "limits count in-flight NodeClaims",
+		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default", limited(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")}))}, NodeClaimList: []*karpv1.NodeClaim{inFlight}},
+		// m5.2xlarge (8 cpu) in flight leaves 2 cpu of the limit: the 6-cpu pod (largest
+		// first) joins the NodeClaim in flight, the 4-cpu pod fits neither it nor the limit.
+		batch: append(pods(1, "big", "4", "1Gi"), pods(1, "huge", "6", "1Gi")...),
+		check: func(t *testing.T, plan *simulation.Plan) {
+			wantClaims(t, plan, 0)
+			if plan.InFlight["uid-huge-0"] != "default-abcde" {
+				t.Errorf("in flight %v", plan.InFlight)
+			}
+			wantUnschedulable(t, plan, "uid-big-0", "limits reached")
+		},
+	}, {
+		name:  "limits reached: unschedulable",
+		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default", limited(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}))}},
+		batch: pods(1, "web", "2", "1Gi"),
+		check: func(t *testing.T, plan *simulation.Plan) {
+			wantClaims(t, plan, 0)
+			wantUnschedulable(t, plan, "uid-web-0", "limits reached")
+		},
+	}, {
+		name:  "nodeSelector incompatible with the NodePool",
+		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default", threeZones())}},
+		batch: append(pods(1, "d", "1", "1Gi", selecting(zone, "test-zone-d")), pods(1, "b", "1", "1Gi", requireNode(zone, "test-zone-b"))...),
+		check: func(t *testing.T, plan *simulation.Plan) {
+			wantClaims(t, plan, 1)
+			wantUnschedulable(t, plan, "uid-d-0", "incompatible requirements")
+			if got := plan.NewNodeClaims[0].NodeClaim.Labels[zone]; got != "test-zone-b" {
+				t.Errorf("zone label %q, want test-zone-b", got)
+			}
+		},
+	}, {
+		name:  "a custom label declared with Exists gets a value",
+		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default", requiring("example.com/team", corev1.NodeSelectorOpExists, nil))}},
+		batch: append(pods(1, "any", "1", "1Gi"), pods(1, "red", "1", "1Gi", selecting("example.com/team", "red"))...),
+		check: func(t *testing.T, plan *simulation.Plan) {
+			for _, c := range plan.NewNodeClaims {
+				if c.NodeClaim.Labels["example.com/team"] == "" {
+					t.Errorf("nodeclaim without a team label: %v", c.NodeClaim.Labels)
+				}
+			}
+			if len(plan.Unschedulable) != 0 {
+				t.Errorf("unschedulable %v", plan.Unschedulable)
+			}
+		},
+	}, {
+		name:  "an undeclared custom label is unschedulable",
+		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default")}},
+		batch: pods(1, "red", "1", "1Gi", selecting("example.com/team", "red")),
+		check: func(t *testing.T, plan *simulation.Plan) {
+			wantUnschedulable(t, plan, "uid-red-0", "example.com/team")
+		},
+	}, {
+		name:  "zone spread across three zones",
+		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default", threeZones())}},
+		batch: pods(3, "spread", "1", "1Gi", labelled("app", "spread"), spread(zone, "spread", corev1.DoNotSchedule)),
+		check: func(t *testing.T, plan *simulation.Plan) {
+			wantClaims(t, plan, 3)
+			zones := map[string]bool{}
+			for _, c := range plan.NewNodeClaims {
+				zones[c.NodeClaim.Labels[zone]] = true
+			}
+			if len(zones) != 3 || zones[""] {
+				t.Errorf("zones %v, want three distinct", zones)
+			}
+		},
+	}, {
+		name:  "hostname anti-affinity: one pod per node",
+		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default")}},
+		batch: pods(4, "db", "500m", "512Mi", labelled("app", "db"), antiAffine(corev1.LabelHostname, "db")),
+		check: func(t *testing.T, plan *simulation.Plan) {
+			wantClaims(t, plan, 4)
+		},
+	}, {
+		name:  "required zone pod affinity keeps pods in one zone",
+		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default")}},
+		batch: pods(6, "cache", "4", "8Gi", labelled("app", "cache"), affine(zone, "cache"), antiAffine(corev1.LabelHostname, "cache")),
+		check: func(t *testing.T, plan *simulation.Plan) {
+			wantClaims(t, plan, 6)
+			zones := map[string]bool{}
+			for _, c := range plan.NewNodeClaims {
+				zones[c.NodeClaim.Labels[zone]] = true
+			}
+			if len(zones) != 1 || zones[""] {
+				t.Errorf("zones %v, want one", zones)
+			}
+		},
+	}, {
+		name: "daemonset overhead counts and a hostPort conflict with it is unschedulable",
+		state: &StaticState{
+			NodePoolList:  []*karpv1.NodePool{nodePool("default")},
+			DaemonSetList: []*appsv1.DaemonSet{daemonSet("agent", "1", "1Gi", hostPort(9100))},
+		},
+		batch: append(pods(1, "web", "1", "1Gi"), pods(1, "exporter", "100m", "64Mi", hostPort(9100))...),
+		check: func(t *testing.T, plan *simulation.Plan) {
+			wantClaims(t, plan, 1)
+			cpu := plan.NewNodeClaims[0].NodeClaim.Spec.Resources.Requests[corev1.ResourceCPU]
+			if cpu.Cmp(resource.MustParse("2")) != 0 {
+				t.Errorf("requested cpu %s, want 2 (pod + daemon)", cpu.String())
+			}
+			wantUnschedulable(t, plan, "uid-exporter-0", "NodePorts")
+		},
+	}, {
+		name:  "preferred anti-affinity respected",
+		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default")}},
+		batch: pods(3, "web", "500m", "512Mi", labelled("app", "web"), preferAntiAffine(10, corev1.LabelHostname, "web")),
+		check: func(t *testing.T, plan *simulation.Plan) { wantClaims(t, plan, 3) },
+	}, {
+		name:  "preferred anti-affinity ignored",
+		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default")}},
+		batch: pods(3, "web", "500m", "512Mi", labelled("app", "web"), preferAntiAffine(10, corev1.LabelHostname, "web")),
+		opts:  []solverOption{withPolicy(PreferenceIgnore)},
+		check: func(t *testing.T, plan *simulation.Plan) { wantClaims(t, plan, 1) },
+	}, {
+		name:  "unsatisfiable preference is relaxed, lowest weight first",
+		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default", threeZones())}},
+		batch: pods(1, "web", "500m", "512Mi", preferNode(50, zone, "test-zone-b"), preferNode(10, zone, "test-zone-d")),
+		check: func(t *testing.T, plan *simulation.Plan) {
+			wantClaims(t, plan, 1)
+			if got := plan.NewNodeClaims[0].NodeClaim.Labels[zone]; got != "test-zone-b" {
+				t.Errorf("zone %q, want test-zone-b (the lighter, unsatisfiable preference relaxed first)", got)
+			}
+		},
+	}, {
+		name:  "in-flight NodeClaim reused",
+		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default")}, NodeClaimList: []*karpv1.NodeClaim{inFlight}},
+		batch: pods(3, "web", "1", "1Gi"),
+		check: func(t *testing.T, plan *simulation.Plan) {
+			wantClaims(t, plan, 0)
+			if len(plan.InFlight) != 3 {
+				t.Errorf("in flight %v", plan.InFlight)
+			}
+		},
+	}, {
+		name:  "minValues strict: unschedulable when too few families remain",
+		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default", requiring("karpenter.k8s.aws/instance-family", corev1.NodeSelectorOpIn, new(3), "m5", "c5"))}},
+		batch: pods(1, "web", "1", "1Gi"),
+		check: func(t *testing.T, plan *simulation.Plan) {
+			wantClaims(t, plan, 0)
+			wantUnschedulable(t, plan, "uid-web-0", "minValues")
+		},
+	}, {
+		name:  "minValues best effort: relaxed and annotated",
+		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default", requiring("karpenter.k8s.aws/instance-family", corev1.NodeSelectorOpIn, new(3), "m5", "c5"))}},
+		batch: pods(1, "web", "1", "1Gi"),
+		opts:  []solverOption{withMinValues(MinValuesBestEffort)},
+		check: func(t *testing.T, plan *simulation.Plan) {
+			wantClaims(t, plan, 1)
+			nc := plan.NewNodeClaims[0].NodeClaim
+			if nc.Annotations[karpv1.NodeClaimMinValuesRelaxedAnnotationKey] != "true" {
+				t.Errorf("annotations %v", nc.Annotations)
+			}
+			if mv := requirement(nc, "karpenter.k8s.aws/instance-family").MinValues; mv == nil || *mv != 2 {
+				t.Errorf("minValues %v, want 2", mv)
+			}
+		},
+	}, {
+		name:  "minValues met: instance types cover enough families",
+		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default", requiring("karpenter.k8s.aws/instance-family", corev1.NodeSelectorOpExists, new(5)))}},
+		batch: pods(1, "web", "1", "1Gi"),
+		check: func(t *testing.T, plan *simulation.Plan) {
+			wantClaims(t, plan, 1)
+			fams := map[string]bool{}
+			for _, it := range kwokTypes(t) {
+				if slices.Contains(instanceTypes(plan.NewNodeClaims[0].NodeClaim), it.Name) {
+					fams[it.Requirements.Get("karpenter.k8s.aws/instance-family").Any()] = true
+				}
+			}
+			if len(fams) < 5 {
+				t.Errorf("families %v, want at least 5", fams)
+			}
+		},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := planAndVerify(t, tc.state, tc.batch, tc.opts...)
+			tc.check(t, plan)
+		})
+	}
+}
+
+func wantClaims(t *testing.T, plan *simulation.Plan, n int) {
+	t.Helper()
+	if len(plan.NewNodeClaims) != n {
+		var desc []string
+		for _, c := range plan.NewNodeClaims {
+			desc = append(desc, c.NodeClaim.Labels[karpv1.NodePoolLabelKey]+"/"+c.NodeClaim.Labels[zone]+":"+strings.Join(podNames(c.Pods), ","))
+		}
+		t.Fatalf("new nodeclaims %d, want %d: %v; unschedulable %v", len(plan.NewNodeClaims), n, desc, plan.Unschedulable)
+	}
+}
+
+func podNames(pods []*corev1.Pod) []string {
+	out := make([]string, len(pods))
+	for i, p := range pods {
+		out[i] = p.Name
+	}
+	return out
+}
+
+func wantPool(t *testing.T, nc *karpv1.NodeClaim, name string) {
+	t.Helper()
+	if got := nc.Labels[karpv1.NodePoolLabelKey]; got != name {
+		t.Errorf("nodepool %q, want %q", got, name)
+	}
+}
+
+func wantUnschedulable(t *testing.T, plan *simulation.Plan, uid, substring string) {
+	t.Helper()
+	for k, why := range plan.Unschedulable {
+		if string(k) == uid {
+			if !strings.Contains(why, substring) {
+				t.Errorf("reason %q does not mention %q", why, substring)
+			}
+			return
+		}
+	}
+	t.Errorf("pod %s is not unschedulable: %v", uid, plan.Unschedulable)
+}
+
+// assertCheapestFirst checks that the listed types are in non-decreasing price order.
+func assertCheapestFirst(t *testing.T, nc *karpv1.NodeClaim, names []string) {
+	t.Helper()
+	reqs := scheduling.FromNodeSelectorRequirementsWithMinValues(nc.Spec.Requirements...)
+	byName := map[string]*cloudprovider.InstanceType{}
+	for _, it := range kwokTypes(t) {
+		byName[it.Name] = it
+	}
+	last := 0.0
+	for _, name := range names {
+		price := byName[name].CheapestPrice(reqs)
+		if price < last {
+			t.Fatalf("instance types not cheapest first at %s (%v < %v)", name, price, last)
+		}
+		last = price
+	}
+}
