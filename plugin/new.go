@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -32,10 +33,13 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin
 	logger := klog.FromContext(ctx).WithName(Name).WithValues("profile", handle.ProfileName())
 	ctx = klog.NewContext(ctx, logger)
 
-	kubeConfig := handle.KubeConfig()
-	if kubeConfig == nil {
+	if handle.KubeConfig() == nil {
 		return nil, fmt.Errorf("%s: the framework handle has no kubeconfig", Name)
 	}
+	// kube-scheduler talks protobuf; joinery's custom resources have no protobuf encoding.
+	kubeConfig := rest.CopyConfig(handle.KubeConfig())
+	kubeConfig.ContentType = runtime.ContentTypeJSON
+	kubeConfig.AcceptContentTypes = runtime.ContentTypeJSON
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("%s: registering Kubernetes types: %w", Name, err)

@@ -19,21 +19,24 @@ import (
 )
 
 func main() {
-	// The solver is injected here by setting plugin.NewPlanner once it exists; until then the
-	// plugin logs that provisioning is disabled and only reports pods as pending.
+	// The plugin never imports the solver; the binary injects it.
+	plugin.NewPlanner = newPlanner
 	command := app.NewSchedulerCommand(app.WithPlugin(plugin.Name, plugin.New))
-	printJoineryVersion(command)
+	wrapRun(command)
 	os.Exit(cli.Run(command))
 }
 
-// printJoineryVersion makes --version report joinery's version instead of only the Kubernetes
-// one, which kube-scheduler's own flag prints.
-func printJoineryVersion(command *cobra.Command) {
+// wrapRun makes --version report joinery's version (kube-scheduler's own flag prints only the
+// Kubernetes one) and remembers --config, from which the solver builds its framework.
+func wrapRun(command *cobra.Command) {
 	run := command.RunE
 	command.RunE = func(cmd *cobra.Command, args []string) error {
 		if f := cmd.Flags().Lookup("version"); f != nil && f.Changed && f.Value.String() != "false" {
 			fmt.Fprintln(cmd.OutOrStdout(), version.String("joinery-scheduler"))
 			return nil
+		}
+		if f := cmd.Flags().Lookup("config"); f != nil {
+			schedulerConfigPath = f.Value.String()
 		}
 		return run(cmd, args)
 	}
