@@ -44,6 +44,7 @@ type Plugin struct {
 	waits         *waitBook
 	unschedulable map[types.UID]string               // the latest plan's reason per pod
 	refs          map[types.UID]types.NamespacedName // unassigned pods seen, to activate them by UID
+	launches      map[string]launchState             // NodeClaims by name: their node, once known
 }
 
 var (
@@ -84,6 +85,7 @@ func newPlugin(args ProvisionerArgs, profile string, deps dependencies) *Plugin 
 		waits:         newWaitBook(),
 		unschedulable: map[types.UID]string{},
 		refs:          map[types.UID]types.NamespacedName{},
+		launches:      map[string]launchState{},
 	}
 }
 
@@ -113,7 +115,11 @@ func (p *Plugin) admit(ctx context.Context, pod *corev1.Pod, reasons string, alw
 	defer p.mu.Unlock()
 	p.refs[pod.UID] = types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 	if nodeClaim, ok := p.waits.nodeClaimFor(pod.UID); ok {
-		return waitingMessage(nodeClaim)
+		if !p.launches[nodeClaim].initialized {
+			return waitingMessage(nodeClaim)
+		}
+		// Its node is up and still rejects it: the capacity went to another pod. Plan again.
+		p.waits.forgetPod(pod.UID)
 	}
 	added := p.pending.add(pod, reasons, p.clock.Now())
 	if added {

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -269,19 +270,41 @@ func TestObserveNodeClaim(t *testing.T) {
 			t.Errorf("%s is pending while its NodeClaim launches", pod.Name)
 		}
 	}
+	// Before its node registers, a waiting pod may go nowhere; after, only to that node.
+	if _, status := p.PreFilter(t.Context(), nil, a, nil); status.Code() != fwk.UnschedulableAndUnresolvable {
+		t.Errorf("PreFilter before the node registers = %v, want UnschedulableAndUnresolvable", status)
+	}
+	registered := nc.DeepCopy()
+	registered.Status.NodeName = "node-abc"
+	p.observeNodeClaim(t.Context(), registered)
+	result, status := p.PreFilter(t.Context(), nil, a, nil)
+	if !status.IsSuccess() || result == nil || !result.NodeNames.Equal(sets.New("node-abc")) {
+		t.Errorf("PreFilter after the node registers = %v, %v; want only node-abc", result, status)
+	}
+	if result, status := p.PreFilter(t.Context(), nil, testPod("ns", "other"), nil); result != nil || !status.IsSuccess() {
+		t.Errorf("PreFilter of a pod that waits for nothing = %v, %v; want no restriction", result, status)
+	}
 
-	initialized := nc.DeepCopy()
+	// Initialized: the pods keep waiting, held to the node, and are retried at once.
+	initialized := registered.DeepCopy()
 	initialized.Status.Conditions = []metav1.Condition{{Type: karpv1.ConditionTypeInitialized, Status: metav1.ConditionTrue}}
 	p.observeNodeClaim(t.Context(), initialized)
-	if _, ok := p.waits.nodeClaimFor(a.UID); ok {
-		t.Error("pods still wait for a NodeClaim whose node is initialized")
+	if name, ok := p.waits.nodeClaimFor(a.UID); !ok || name != "default-abc" {
+		t.Errorf("a waits for %q, %v after initialization; want default-abc", name, ok)
 	}
 	if want := []string{"ns/a", "ns/b"}; !slices.Equal(env.activator.activated, want) {
 		t.Errorf("activated %v, want %v", env.activator.activated, want)
 	}
+	// The node is up and still rejects a: its capacity went elsewhere, so a is planned again.
+	postFilterMessage(t, p, a)
+	if _, ok := p.waits.nodeClaimFor(a.UID); ok {
+		t.Error("a still waits for a node that rejected it")
+	}
+	if !p.pending.has(a.UID) {
+		t.Error("a rejected by its initialized node is not pending again")
+	}
 
 	// A deleted NodeClaim releases its pods too, tombstone or not.
-	p.observeNodeClaim(t.Context(), nc)
 	p.nodeClaimHandler(t.Context()).OnDelete(cache.DeletedFinalStateUnknown{Key: nc.Name, Obj: nc})
 	if _, ok := p.waits.nodeClaimFor(b.UID); ok {
 		t.Error("pods still wait for a deleted NodeClaim")

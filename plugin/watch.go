@@ -97,6 +97,9 @@ func (p *Plugin) nodeClaimHandler(ctx context.Context) cache.ResourceEventHandle
 				obj = tombstone.Obj
 			}
 			if nc, ok := obj.(*karpv1.NodeClaim); ok {
+				p.mu.Lock()
+				delete(p.launches, nc.Name)
+				p.mu.Unlock()
 				p.release(ctx, nc.Name)
 			}
 		},
@@ -108,8 +111,20 @@ func (p *Plugin) observeNodeClaim(ctx context.Context, obj any) {
 	if !ok {
 		return
 	}
-	if !launching(nc) {
+	if nc.DeletionTimestamp != nil {
 		p.release(ctx, nc.Name)
+		return
+	}
+	initialized := meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeInitialized)
+	p.mu.Lock()
+	before := p.launches[nc.Name]
+	p.launches[nc.Name] = launchState{nodeName: nc.Status.NodeName, initialized: initialized}
+	p.mu.Unlock()
+	if initialized {
+		// The pods keep waiting, held to this node by PreFilter: retry them now.
+		if !before.initialized {
+			p.activate(ctx, nc.Name, p.waitingFor(nc.Name))
+		}
 		return
 	}
 	planned := simulation.PlannedPods(nc)
@@ -127,16 +142,24 @@ func (p *Plugin) observeNodeClaim(ctx context.Context, obj any) {
 	}
 }
 
-// launching reports whether nc's capacity is still on its way: not being deleted, and its
-// node not yet initialized (from then on the Filters see the node itself).
-func launching(nc *karpv1.NodeClaim) bool {
-	return nc.DeletionTimestamp == nil && !meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeInitialized)
-}
-
 // release ends the waits for nodeClaim and moves the pods that waited to the active queue.
 func (p *Plugin) release(ctx context.Context, nodeClaim string) {
 	p.mu.Lock()
 	uids := p.waits.forgetNodeClaim(nodeClaim)
+	p.mu.Unlock()
+	p.activate(ctx, nodeClaim, uids)
+}
+
+// waitingFor returns the pods waiting for nodeClaim.
+func (p *Plugin) waitingFor(nodeClaim string) []types.UID {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.waits.podsWaitingFor(nodeClaim)
+}
+
+// activate moves the unassigned pods among uids to the active queue.
+func (p *Plugin) activate(ctx context.Context, nodeClaim string, uids []types.UID) {
+	p.mu.Lock()
 	refs := make([]types.NamespacedName, 0, len(uids))
 	for _, uid := range uids {
 		if ref, ok := p.refs[uid]; ok {
@@ -158,4 +181,10 @@ func (p *Plugin) release(ctx context.Context, nodeClaim string) {
 	if len(toActivate) > 0 {
 		p.activator.Activate(logger, toActivate)
 	}
+}
+
+// launching reports whether nc's capacity is still on its way: not being deleted, and its
+// node not yet initialized.
+func launching(nc *karpv1.NodeClaim) bool {
+	return nc.DeletionTimestamp == nil && !meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeInitialized)
 }

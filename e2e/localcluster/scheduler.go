@@ -35,6 +35,11 @@ profiles:
       enabled:
       - name: JoineryProvisioner
       - name: DefaultPreemption
+    # PreFilter holds a pod that waits for a NodeClaim to that NodeClaim's node, so pods land
+    # where they were planned instead of on capacity bought for others.
+    preFilter:
+      enabled:
+      - name: JoineryProvisioner
     # Reserve/Unreserve keep the plan exact when a pod lands on existing capacity after all.
     reserve:
       enabled:
