@@ -1,0 +1,244 @@
+package provisioning
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/joinery-dev/joinery/e2e/framework"
+)
+
+// runningTimeout bounds pending → Running for a batch of pods: the batcher waits up to 10 s,
+// launch and registration take about a second each on kwok; the rest is room for a loaded
+// 2-core machine.
+const runningTimeout = 4 * time.Minute
+
+var (
+	nodePools     = schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodepools"}
+	kwokNodeClass = schema.GroupVersionResource{Group: "karpenter.kwok.sh", Version: "v1alpha1", Resource: "kwoknodeclasses"}
+)
+
+// group is one Deployment of the workload.
+type group struct {
+	name     string
+	replicas int32
+	cpu      string
+	memory   string
+	// spread adds a zonal topology spread (maxSkew 1, DoNotSchedule) and required hostname
+	// anti-affinity to the group's own pods.
+	spread bool
+}
+
+// TestMixedWorkloadGetsNodesAndRuns is the issue's scenario: 60 pods with mixed requests, one
+// group spread over zones with hostname anti-affinity, get nodes and all run; no NodeClaim is
+// left without pods; a second scale-up reuses in-flight capacity instead of duplicating it.
+func TestMixedWorkloadGetsNodesAndRuns(t *testing.T) {
+	pool := framework.UniqueName("prov")
+	createNodePool(t, pool)
+	ns := env.Namespace(t)
+	t.Cleanup(func() {
+		if t.Failed() {
+			env.Dump(t, ns)
+		}
+	})
+
+	groups := []group{
+		{name: "small", replicas: 25, cpu: "250m", memory: "256Mi"},
+		{name: "medium", replicas: 20, cpu: "1", memory: "2Gi"},
+		{name: "spread", replicas: 15, cpu: "500m", memory: "512Mi", spread: true},
+	}
+	begin := time.Now()
+	for _, g := range groups {
+		createDeployment(t, ns, pool, g)
+	}
+	pods := env.AwaitPods(t, ns, "joinery.dev/e2e-pool="+pool, 60, runningTimeout, running)
+	t.Logf("60 pods pending → Running in %s", time.Since(begin).Round(time.Second))
+
+	checkSpread(t, pods)
+	claims := nodeClaimsOf(t, pool)
+	checkEveryNodeClaimHostsPods(t, claims, pods)
+	t.Logf("first scale-up: %d NodeClaims", len(claims))
+
+	// Second scale-up, in two steps inside one batch window: the second step's pods must land
+	// on the NodeClaims the first step is launching, not on NodeClaims of their own.
+	scale(t, ns, "small", 40)
+	scale(t, ns, "small", 55)
+	pods = env.AwaitPods(t, ns, "joinery.dev/e2e-pool="+pool, 90, runningTimeout, running)
+	claims = nodeClaimsOf(t, pool)
+	checkEveryNodeClaimHostsPods(t, claims, pods)
+	t.Logf("second scale-up: %d NodeClaims", len(claims))
+}
+
+func running(pod corev1.Pod) error {
+	if pod.Status.Phase != corev1.PodRunning {
+		return fmt.Errorf("pod %s is %s", pod.Name, pod.Status.Phase)
+	}
+	return nil
+}
+
+func createNodePool(t *testing.T, name string) {
+	t.Helper()
+	create(t, kwokNodeClass, fmt.Sprintf(`{"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass", "metadata": {"name": %q}}`, name))
+	create(t, nodePools, fmt.Sprintf(`
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: %[1]q}
+spec:
+  template:
+    metadata:
+      labels: {joinery.dev/e2e-pool: %[1]q}
+    spec:
+      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: %[1]q}
+      requirements:
+      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+      - {key: kubernetes.io/os, operator: In, values: [linux]}
+`, name))
+}
+
+// create makes a cluster-scoped object and deletes it when the test ends.
+func create(t *testing.T, gvr schema.GroupVersionResource, manifest string) {
+	t.Helper()
+	obj := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(manifest), &obj.Object); err != nil {
+		t.Fatalf("parse %s manifest: %v", gvr.Resource, err)
+	}
+	created, err := env.Dynamic.Resource(gvr).Create(t.Context(), obj, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create %s %s: %v", gvr.Resource, obj.GetName(), err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := env.Dynamic.Resource(gvr).Delete(ctx, created.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("delete %s %s: %v", gvr.Resource, created.GetName(), err)
+		}
+	})
+}
+
+func createDeployment(t *testing.T, ns, pool string, g group) {
+	t.Helper()
+	labels := map[string]string{"app": g.name, "joinery.dev/e2e-pool": pool}
+	spec := corev1.PodSpec{
+		// Only nodes of this test's NodePool: the suite may share the cluster with others.
+		NodeSelector:                  map[string]string{"joinery.dev/e2e-pool": pool},
+		TerminationGracePeriodSeconds: ptr.To[int64](0),
+		Containers: []corev1.Container{{
+			Name:  "app",
+			Image: "registry.k8s.io/pause:3.10",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU:    resource.MustParse(g.cpu),
+				corev1.ResourceMemory: resource.MustParse(g.memory),
+			}},
+		}},
+	}
+	if g.spread {
+		own := &metav1.LabelSelector{MatchLabels: map[string]string{"app": g.name}}
+		spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+			MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: own,
+		}}
+		spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: corev1.LabelHostname, LabelSelector: own}},
+		}}
+	}
+	deploy := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: g.name, Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(g.replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec},
+		},
+	}
+	if _, err := env.Client.AppsV1().Deployments(ns).Create(t.Context(), deploy, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create deployment %s: %v", g.name, err)
+	}
+}
+
+func scale(t *testing.T, ns, name string, replicas int32) {
+	t.Helper()
+	// The deployment controller updates the object too; retry on its writes.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		s, err := env.Client.AppsV1().Deployments(ns).GetScale(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		s.Spec.Replicas = replicas
+		_, err = env.Client.AppsV1().Deployments(ns).UpdateScale(t.Context(), name, s, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("scale %s to %d: %v", name, replicas, err)
+	}
+}
+
+// checkSpread: the spread group's pods are on distinct nodes and their zones differ by at most
+// one pod.
+func checkSpread(t *testing.T, pods []corev1.Pod) {
+	t.Helper()
+	nodes := map[string]bool{}
+	zones := map[string]int{}
+	for _, pod := range pods {
+		if pod.Labels["app"] != "spread" {
+			continue
+		}
+		if nodes[pod.Spec.NodeName] {
+			t.Errorf("two spread pods on node %s despite hostname anti-affinity", pod.Spec.NodeName)
+		}
+		nodes[pod.Spec.NodeName] = true
+		node, err := env.Client.CoreV1().Nodes().Get(t.Context(), pod.Spec.NodeName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("get node %s: %v", pod.Spec.NodeName, err)
+		}
+		zones[node.Labels[corev1.LabelTopologyZone]]++
+	}
+	lo, hi := -1, 0
+	for _, n := range zones {
+		if lo < 0 || n < lo {
+			lo = n
+		}
+		hi = max(hi, n)
+	}
+	if len(zones) < 2 || hi-lo > 1 {
+		t.Errorf("spread pods per zone %v: want at least 2 zones and a skew of at most 1", zones)
+	}
+}
+
+func nodeClaimsOf(t *testing.T, pool string) []unstructured.Unstructured {
+	t.Helper()
+	list, err := env.Dynamic.Resource(framework.NodeClaims).List(t.Context(), metav1.ListOptions{LabelSelector: "karpenter.sh/nodepool=" + pool})
+	if err != nil {
+		t.Fatalf("list nodeclaims: %v", err)
+	}
+	return list.Items
+}
+
+// checkEveryNodeClaimHostsPods: capacity bought twice shows up as a NodeClaim whose node runs
+// none of the workload's pods.
+func checkEveryNodeClaimHostsPods(t *testing.T, claims []unstructured.Unstructured, pods []corev1.Pod) {
+	t.Helper()
+	if len(claims) == 0 {
+		t.Fatal("no NodeClaims for the NodePool")
+	}
+	perNode := map[string]int{}
+	for _, pod := range pods {
+		perNode[pod.Spec.NodeName]++
+	}
+	for _, nc := range claims {
+		node, _, _ := unstructured.NestedString(nc.Object, "status", "nodeName")
+		if perNode[node] == 0 {
+			t.Errorf("NodeClaim %s (node %q, %s) hosts none of the workload's pods", nc.GetName(), node,
+				nc.GetLabels()[corev1.LabelInstanceTypeStable])
+		}
+	}
+}
