@@ -8,11 +8,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/yaml"
 
 	"github.com/joinery-dev/joinery/e2e/framework"
 )
@@ -21,38 +18,12 @@ import (
 // second; the rest is room for a loaded 2-core machine.
 const readyTimeout = 60 * time.Second
 
-var (
-	nodePools      = schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodepools"}
-	kwokNodeClass  = schema.GroupVersionResource{Group: "karpenter.kwok.sh", Version: "v1alpha1", Resource: "kwoknodeclasses"}
-	lifecycleConds = []string{"Launched", "Registered", "Initialized", "Ready"}
-)
-
-// create makes the cluster-scoped object described by manifest and deletes it when the test
-// ends.
-func create(t *testing.T, gvr schema.GroupVersionResource, manifest string) *unstructured.Unstructured {
-	t.Helper()
-	obj := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(manifest), &obj.Object); err != nil {
-		t.Fatalf("parse %s manifest: %v", gvr.Resource, err)
-	}
-	created, err := env.Dynamic.Resource(gvr).Create(t.Context(), obj, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create %s %s: %v", gvr.Resource, obj.GetName(), err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := env.Dynamic.Resource(gvr).Delete(ctx, created.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("delete %s %s: %v", gvr.Resource, created.GetName(), err)
-		}
-	})
-	return created
-}
+var lifecycleConds = []string{"Launched", "Registered", "Initialized", "Ready"}
 
 func TestNodeClaimLaunchesRegistersInitializesAndTerminates(t *testing.T) {
 	name := framework.UniqueName("lifecycle")
-	create(t, kwokNodeClass, fmt.Sprintf(`{"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass", "metadata": {"name": %q}}`, name))
-	create(t, nodePools, fmt.Sprintf(`
+	env.Create(t, framework.KWOKNodeClasses, fmt.Sprintf(`{"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass", "metadata": {"name": %q}}`, name))
+	env.Create(t, framework.NodePools, fmt.Sprintf(`
 apiVersion: karpenter.sh/v1
 kind: NodePool
 metadata: {name: %[1]q}
@@ -65,7 +36,7 @@ spec:
 `, name))
 
 	begin := time.Now()
-	create(t, framework.NodeClaims, fmt.Sprintf(`
+	env.Create(t, framework.NodeClaims, fmt.Sprintf(`
 apiVersion: karpenter.sh/v1
 kind: NodeClaim
 metadata:

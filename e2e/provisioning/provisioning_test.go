@@ -1,21 +1,17 @@
 package provisioning
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	"github.com/joinery-dev/joinery/e2e/framework"
 )
@@ -24,11 +20,6 @@ import (
 // launch and registration take about a second each on kwok; the rest is room for a loaded
 // 2-core machine.
 const runningTimeout = 4 * time.Minute
-
-var (
-	nodePools     = schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodepools"}
-	kwokNodeClass = schema.GroupVersionResource{Group: "karpenter.kwok.sh", Version: "v1alpha1", Resource: "kwoknodeclasses"}
-)
 
 // group is one Deployment of the workload.
 type group struct {
@@ -90,8 +81,8 @@ func running(pod corev1.Pod) error {
 
 func createNodePool(t *testing.T, name string) {
 	t.Helper()
-	create(t, kwokNodeClass, fmt.Sprintf(`{"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass", "metadata": {"name": %q}}`, name))
-	create(t, nodePools, fmt.Sprintf(`
+	env.Create(t, framework.KWOKNodeClasses, fmt.Sprintf(`{"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass", "metadata": {"name": %q}}`, name))
+	env.Create(t, framework.NodePools, fmt.Sprintf(`
 apiVersion: karpenter.sh/v1
 kind: NodePool
 metadata: {name: %[1]q}
@@ -105,26 +96,6 @@ spec:
       - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
       - {key: kubernetes.io/os, operator: In, values: [linux]}
 `, name))
-}
-
-// create makes a cluster-scoped object and deletes it when the test ends.
-func create(t *testing.T, gvr schema.GroupVersionResource, manifest string) {
-	t.Helper()
-	obj := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(manifest), &obj.Object); err != nil {
-		t.Fatalf("parse %s manifest: %v", gvr.Resource, err)
-	}
-	created, err := env.Dynamic.Resource(gvr).Create(t.Context(), obj, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create %s %s: %v", gvr.Resource, obj.GetName(), err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if err := env.Dynamic.Resource(gvr).Delete(ctx, created.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("delete %s %s: %v", gvr.Resource, created.GetName(), err)
-		}
-	})
 }
 
 func createDeployment(t *testing.T, ns, pool string, g group) {
