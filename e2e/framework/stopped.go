@@ -3,7 +3,6 @@ package framework
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"strconv"
 	"syscall"
@@ -20,7 +19,7 @@ func CheckStopped(procs []localcluster.ProcessInfo) error {
 			errs = append(errs, fmt.Errorf("%s (pid %d) still runs after Stop", p.Name, p.PID))
 		}
 		for _, port := range p.Ports {
-			if portInUse(port) {
+			if localcluster.PortInUse(port) {
 				errs = append(errs, fmt.Errorf("port %d of %s still in use after Stop", port, p.Name))
 			}
 		}
@@ -36,13 +35,4 @@ func processExists(pid int) bool {
 	}
 	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
 	return err == nil
-}
-
-func portInUse(port int) bool {
-	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-	if err != nil {
-		return true
-	}
-	l.Close()
-	return false
 }

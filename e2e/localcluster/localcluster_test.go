@@ -362,7 +362,7 @@ func assertStopped(t *testing.T, pids, ports []int) {
 		}
 	}
 	for _, port := range ports {
-		if portInUse(port) {
+		if PortInUse(port) {
 			t.Errorf("port %d still in use after Stop", port)
 		}
 	}

@@ -18,8 +18,8 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// portInUse reports whether something listens on 127.0.0.1:port.
-func portInUse(port int) bool {
+// PortInUse reports whether something listens on 127.0.0.1:port.
+func PortInUse(port int) bool {
 	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 	if err != nil {
 		return true

@@ -3,11 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/joinery-dev/joinery/e2e/localcluster"
 )
 
 // downGrace is how long the supervisor gets to stop the components in order; kube-apiserver
@@ -50,7 +50,7 @@ func down(p paths, keep bool) error {
 	}
 	for _, proc := range s.Processes {
 		for _, port := range proc.Ports {
-			if portBusy(port) {
+			if localcluster.PortInUse(port) {
 				errs = append(errs, fmt.Errorf("port %d of %s is still in use", port, proc.Name))
 			}
 		}
@@ -82,14 +82,4 @@ func waitGone(pid int, timeout time.Duration) bool {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return !alive(pid)
-}
-
-// portBusy reports whether something still listens on 127.0.0.1:port.
-func portBusy(port int) bool {
-	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-	if err != nil {
-		return true
-	}
-	l.Close()
-	return false
 }
