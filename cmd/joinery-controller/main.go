@@ -22,6 +22,7 @@ import (
 	"github.com/joinery-dev/joinery/cloudprovider/kwok"
 	"github.com/joinery-dev/joinery/controller/nodeclaim"
 	"github.com/joinery-dev/joinery/controller/nodeclaim/lifecycle"
+	"github.com/joinery-dev/joinery/controller/nodepool"
 	"github.com/joinery-dev/joinery/internal/version"
 )
 
@@ -103,6 +104,9 @@ func run(opts options) error {
 	ctx := ctrl.SetupSignalHandler()
 	if err := nodeclaim.Setup(ctx, mgr, cp, nodeclaim.Options{Namespace: namespace, RegistrationTTL: opts.registrationTTL}); err != nil {
 		return err
+	}
+	if err := nodepool.New(mgr.GetClient(), cp.GetSupportedNodeClasses(), nil).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up %s: %w", nodepool.Name, err)
 	}
 
 	log.Info("starting", "version", version.Version, "kubernetes", version.KubernetesVersion())

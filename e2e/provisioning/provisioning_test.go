@@ -1,6 +1,7 @@
 package provisioning
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -61,6 +62,7 @@ func TestMixedWorkloadGetsNodesAndRuns(t *testing.T) {
 	claims := nodeClaimsOf(t, pool)
 	checkEveryNodeClaimHostsPods(t, claims, pods)
 	t.Logf("first scale-up: %d NodeClaims", len(claims))
+	checkNodePoolStatus(t, pool, len(claims))
 
 	// Second scale-up, in two steps inside one batch window: the second step's pods must land
 	// on the NodeClaims the first step is launching, not on NodeClaims of their own.
@@ -212,4 +214,26 @@ func checkEveryNodeClaimHostsPods(t *testing.T, claims []unstructured.Unstructur
 				nc.GetLabels()[corev1.LabelInstanceTypeStable])
 		}
 	}
+}
+
+// checkNodePoolStatus waits for the NodePool's status to count its nodes and say it is Ready.
+func checkNodePoolStatus(t *testing.T, pool string, nodes int) {
+	t.Helper()
+	framework.Eventually(t, time.Minute, "status of nodepool "+pool, func(ctx context.Context) (bool, error) {
+		np, err := env.Dynamic.Resource(framework.NodePools).Get(ctx, pool, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		got, _, _ := unstructured.NestedInt64(np.Object, "status", "nodes")
+		if got != int64(nodes) {
+			return false, fmt.Errorf("status.nodes = %d, want %d", got, nodes)
+		}
+		conds, _, _ := unstructured.NestedSlice(np.Object, "status", "conditions")
+		for _, c := range conds {
+			if m, ok := c.(map[string]any); ok && m["type"] == "Ready" && m["status"] == "True" {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("nodepool is not Ready: %v", conds)
+	})
 }
