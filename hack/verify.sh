@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks what CI must never let through: stale generated code (run after `make generate`),
-# unformatted Go, go vet findings, and files a build or generation left uncommitted.
+# unformatted Go, an untidy go.mod, go vet findings, and files a build or generation left uncommitted.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,6 +9,11 @@ unformatted=$(gofmt -l $(git ls-files --cached --others --exclude-standard '*.go
 if [ -n "$unformatted" ]; then
   echo "gofmt would change these files (run gofmt -w):" >&2
   echo "$unformatted" >&2
+  status=1
+fi
+
+if ! go mod tidy -diff; then
+  echo "go.mod/go.sum are not tidy (run go mod tidy)" >&2
   status=1
 fi
 
