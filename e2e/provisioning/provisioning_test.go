@@ -39,12 +39,7 @@ type group struct {
 func TestMixedWorkloadGetsNodesAndRuns(t *testing.T) {
 	pool := framework.UniqueName("prov")
 	createNodePool(t, pool)
-	ns := env.Namespace(t)
-	t.Cleanup(func() {
-		if t.Failed() {
-			env.Dump(t, ns)
-		}
-	})
+	ns := env.Namespace(t) // dumps the cluster's state if the test fails
 
 	groups := []group{
 		{name: "small", replicas: 25, cpu: "250m", memory: "256Mi"},
