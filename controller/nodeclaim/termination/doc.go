@@ -1,6 +1,7 @@
 // Package termination holds the termination finalizer (karpenter.sh/termination) of NodeClaims
-// and Nodes, in its basic form: deleting either deletes the other, the instance is terminated
-// through the cloud provider, and the finalizers come off once it is. Graceful drain (taint,
-// evictions, terminationGracePeriod, volume detachment) is not done here yet: a Node is released
-// as soon as its instance's termination has begun.
+// and Nodes: deleting either deletes the other; the Node is tainted karpenter.sh/disrupted and
+// drained through the Eviction API (PDBs respected, DaemonSet and system-critical pods last,
+// do-not-disrupt pods held until the NodeClaim's terminationGracePeriod forces deletions); then
+// the instance is terminated through the cloud provider and the finalizers come off. Volume
+// detachment is not awaited yet.
 package termination

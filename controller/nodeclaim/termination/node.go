@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -19,16 +21,36 @@ import (
 const NodeControllerName = "node.termination"
 
 // NodeController finalizes deleted Nodes that joinery registered: it deletes their NodeClaims
-// (a user deleting the Node means the capacity should go), begins the instance's termination and
-// releases the Node.
+// (a user deleting the Node means the capacity should go), drains the Node, begins the
+// instance's termination and releases the Node.
 type NodeController struct {
 	client        client.Client
 	cloudProvider cloudprovider.CloudProvider
+	drainer       *drainer
 }
 
-// NewNodeController returns a NodeController.
-func NewNodeController(c client.Client, cp cloudprovider.CloudProvider) *NodeController {
-	return &NodeController{client: c, cloudProvider: cp}
+// NodeOption configures a NodeController.
+type NodeOption func(*NodeController)
+
+// WithEventRecorder sets where drain events go; by default SetupWithManager takes the
+// manager's recorder.
+func WithEventRecorder(r events.EventRecorder) NodeOption {
+	return func(c *NodeController) { c.drainer.recorder = r }
+}
+
+// WithClock sets the clock that times terminationGracePeriod; the default is the real clock.
+func WithClock(clk clock.PassiveClock) NodeOption {
+	return func(c *NodeController) { c.drainer.clock = clk }
+}
+
+// NewNodeController returns a NodeController. Pods must be indexed by PodNodeNameField on the
+// client's cache (SetupWithManager does so).
+func NewNodeController(c client.Client, cp cloudprovider.CloudProvider, opts ...NodeOption) *NodeController {
+	nc := &NodeController{client: c, cloudProvider: cp, drainer: &drainer{client: c, clock: clock.RealClock{}, backoff: newBackoff()}}
+	for _, opt := range opts {
+		opt(nc)
+	}
+	return nc
 }
 
 // Reconcile advances the termination of one deleted Node.
@@ -51,7 +73,17 @@ func (c *NodeController) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 			return ctrl.Result{}, err
 		}
 	}
-	// Graceful drain belongs here, before the instance goes.
+	var claim *karpv1.NodeClaim
+	if len(claims) > 0 {
+		claim = &claims[0]
+	}
+	wait, err := c.drainer.drain(ctx, node, claim)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("draining node %s: %w", node.Name, err)
+	}
+	if wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
 	if node.Spec.ProviderID != "" {
 		instance := &karpv1.NodeClaim{}
 		if len(claims) > 0 {

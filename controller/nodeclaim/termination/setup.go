@@ -1,6 +1,9 @@
 package termination
 
 import (
+	"context"
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -37,8 +40,18 @@ func (c *NodeClaimController) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(c)
 }
 
-// SetupWithManager registers the Node finalizer controller.
+// eventSource names the reporter of drain events when no recorder was given; it matches the
+// NodeClaim controllers' so `kubectl describe` reads as Karpenter's documentation shows.
+const eventSource = "karpenter"
+
+// SetupWithManager registers the Node finalizer controller and the pod index its drain lists by.
 func (c *NodeController) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, PodNodeNameField, podNodeName); err != nil {
+		return fmt.Errorf("indexing pods by node: %w", err)
+	}
+	if c.drainer.recorder == nil {
+		c.drainer.recorder = mgr.GetEventRecorder(eventSource)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(NodeControllerName).
 		For(&corev1.Node{}, builder.WithPredicates(deleting)).

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/controller/nodeclaim/internal/fixtures"
@@ -25,15 +26,16 @@ type harness struct {
 
 // newHarness launches a NodeClaim through the kwok provider and links its Node the way the
 // lifecycle controller does (finalizers on both, same provider ID).
-func newHarness(t *testing.T) (*harness, *karpv1.NodeClaim, *corev1.Node) {
+// funcs, when not nil, intercepts the client's calls; opts configure the NodeController.
+func newHarness(t *testing.T, funcs *interceptor.Funcs, opts ...NodeOption) (*harness, *karpv1.NodeClaim, *corev1.Node) {
 	t.Helper()
 	ctx := context.Background()
 	nc := fixtures.NodeClaim("default-xyz")
 	nc.Finalizers = []string{karpv1.TerminationFinalizer}
-	c := fixtures.NewClient(t, nc)
-	h := &harness{client: c, provider: fixtures.NewProvider(t, c), events: events.NewFakeRecorder(10)}
+	c := newClient(t, funcs, nc)
+	h := &harness{client: c, provider: fixtures.NewProvider(t, c), events: events.NewFakeRecorder(50)}
 	h.claims = NewNodeClaimController(c, h.provider, h.events)
-	h.nodes = NewNodeController(c, h.provider)
+	h.nodes = NewNodeController(c, h.provider, append([]NodeOption{WithEventRecorder(h.events)}, opts...)...)
 	launched, err := h.provider.Create(ctx, nc)
 	if err != nil {
 		t.Fatal(err)
@@ -61,11 +63,13 @@ func (h *harness) reconcileClaim(t *testing.T, name string) ctrl.Result {
 	return result
 }
 
-func (h *harness) reconcileNode(t *testing.T, name string) {
+func (h *harness) reconcileNode(t *testing.T, name string) ctrl.Result {
 	t.Helper()
-	if _, err := h.nodes.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Name: name}}); err != nil {
+	result, err := h.nodes.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Name: name}})
+	if err != nil {
 		t.Fatalf("Node Reconcile: %v", err)
 	}
+	return result
 }
 
 func gone(t *testing.T, c client.Client, obj client.Object) bool {
@@ -78,7 +82,7 @@ func gone(t *testing.T, c client.Client, obj client.Object) bool {
 }
 
 func TestDeleteNodeClaim(t *testing.T) {
-	h, nc, node := newHarness(t)
+	h, nc, node := newHarness(t, nil)
 	if err := h.client.Delete(context.Background(), nc); err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +108,11 @@ func TestDeleteNodeClaim(t *testing.T) {
 	if !gone(t, h.client, nc) {
 		t.Errorf("nodeclaim still exists with finalizers %v", nc.Finalizers)
 	}
-	if got := fixtures.Drain(h.events.Events); len(got) != 1 || got[0] != "Normal Terminated Instance kwok://default-xyz terminated" {
+	all := fixtures.Drain(h.events.Events)
+	if !slices.Contains(all, "Normal Draining Draining node") {
+		t.Errorf("no Draining event in %q", all)
+	}
+	if got := eventsMatching(all, "Terminated"); len(got) != 1 || got[0] != "Normal Terminated Instance kwok://default-xyz terminated" {
 		t.Errorf("events = %q", got)
 	}
 	// Repeating a step after the fact is harmless.
@@ -113,7 +121,7 @@ func TestDeleteNodeClaim(t *testing.T) {
 }
 
 func TestDeleteNodeDeletesNodeClaim(t *testing.T) {
-	h, nc, node := newHarness(t)
+	h, nc, node := newHarness(t, nil)
 	if err := h.client.Delete(context.Background(), node); err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +143,7 @@ func TestNodeClaimNeverLaunched(t *testing.T) {
 	ctx := context.Background()
 	nc := fixtures.NodeClaim("default-new")
 	nc.Finalizers = []string{karpv1.TerminationFinalizer}
-	c := fixtures.NewClient(t, nc)
+	c := newClient(t, nil, nc)
 	p := fixtures.NewProvider(t, c)
 	claims := NewNodeClaimController(c, p, events.NewFakeRecorder(10))
 	if err := c.Delete(ctx, nc); err != nil {
@@ -154,7 +162,7 @@ func TestNodeClaimNeverLaunched(t *testing.T) {
 
 func TestInstanceTerminationFailureKeepsFinalizers(t *testing.T) {
 	ctx := context.Background()
-	h, nc, node := newHarness(t)
+	h, nc, node := newHarness(t, nil)
 	h.provider.DeleteErr = fixtures.ErrBoom
 	if err := h.client.Delete(ctx, node); err != nil {
 		t.Fatal(err)
