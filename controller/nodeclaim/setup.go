@@ -1,5 +1,6 @@
 // Package nodeclaim wires the NodeClaim controllers into a manager: lifecycle (launch,
-// registration, initialization) and the termination finalizers of NodeClaims and Nodes.
+// registration, initialization), the termination finalizers of NodeClaims and Nodes, and
+// garbage collection of leaked instances and NodeClaims whose instance is gone.
 package nodeclaim
 
 import (
@@ -11,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/joinery-dev/joinery/cloudprovider"
+	"github.com/joinery-dev/joinery/controller/nodeclaim/garbagecollection"
 	"github.com/joinery-dev/joinery/controller/nodeclaim/lifecycle"
 	"github.com/joinery-dev/joinery/controller/nodeclaim/termination"
 	"github.com/joinery-dev/joinery/controller/state"
@@ -44,6 +46,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cp cloudprovider.CloudProvider
 	}
 	if err := termination.NewNodeController(mgr.GetClient(), cp).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up %s: %w", termination.NodeControllerName, err)
+	}
+	if err := mgr.Add(garbagecollection.New(mgr.GetClient(), cp, recorder, garbagecollection.Options{})); err != nil {
+		return fmt.Errorf("setting up %s: %w", garbagecollection.Name, err)
 	}
 	return nil
 }

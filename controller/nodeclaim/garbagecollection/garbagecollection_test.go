@@ -1,0 +1,234 @@
+package garbagecollection
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/cloudprovider"
+	"github.com/joinery-dev/joinery/cloudprovider/kwok"
+	"github.com/joinery-dev/joinery/controller/nodeclaim/internal/fixtures"
+)
+
+var epoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+const gracePeriod = 30 * time.Second
+
+type harness struct {
+	client     client.Client
+	provider   *fixtures.Provider
+	clock      *clocktesting.FakeClock
+	events     *events.FakeRecorder
+	controller *Controller
+}
+
+func newHarness(t *testing.T, objs ...client.Object) *harness {
+	t.Helper()
+	c := fixtures.NewClient(t, objs...)
+	h := &harness{
+		client:   c,
+		provider: fixtures.NewProvider(t, c),
+		clock:    clocktesting.NewFakeClock(epoch),
+		events:   events.NewFakeRecorder(100),
+	}
+	h.controller = New(c, h.provider, h.events, Options{GracePeriod: gracePeriod, Clock: h.clock})
+	return h
+}
+
+// kwokNode is an instance as the kwok provider sees one, created age before epoch; nodePool
+// labels it as joinery's when not empty.
+func kwokNode(name, nodePool string, age time.Duration) *corev1.Node {
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              name,
+			Annotations:       map[string]string{kwok.KwokNodeAnnotation: kwok.KwokNodeAnnotationValue},
+			Labels:            map[string]string{corev1.LabelHostname: name},
+			CreationTimestamp: metav1.NewTime(epoch.Add(-age)),
+		},
+		Spec: corev1.NodeSpec{ProviderID: kwok.ProviderIDPrefix + name},
+	}
+	if nodePool != "" {
+		node.Labels[karpv1.NodePoolLabelKey] = nodePool
+	}
+	return node
+}
+
+// launchedNodeClaim is a NodeClaim created age before epoch, launched as providerID.
+func launchedNodeClaim(name, providerID string, age time.Duration) *karpv1.NodeClaim {
+	nc := fixtures.NodeClaim(name)
+	nc.CreationTimestamp = metav1.NewTime(epoch.Add(-age))
+	nc.Status.ProviderID = providerID
+	nc.Status.Conditions = []metav1.Condition{{
+		Type: karpv1.ConditionTypeLaunched, Status: metav1.ConditionTrue, Reason: karpv1.ConditionTypeLaunched,
+		LastTransitionTime: metav1.NewTime(epoch.Add(-age)),
+	}}
+	return nc
+}
+
+func exists(t *testing.T, c client.Client, obj client.Object) bool {
+	t.Helper()
+	err := c.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	if err != nil {
+		t.Fatalf("getting %T %s: %v", obj, obj.GetName(), err)
+	}
+	return true
+}
+
+func TestCollectLeakedInstances(t *testing.T) {
+	tests := []struct {
+		name       string
+		node       *corev1.Node
+		claims     []client.Object
+		wantKept   bool
+		wantEvents int
+	}{
+		{name: "nodepool instance without nodeclaim past grace is terminated", node: kwokNode("leaked", "default", time.Minute), wantEvents: 1},
+		{name: "exactly at grace is terminated", node: kwokNode("leaked", "default", gracePeriod), wantEvents: 1},
+		{name: "young instance is kept", node: kwokNode("young", "default", gracePeriod-time.Second), wantKept: true},
+		{name: "instance without nodepool label is kept", node: kwokNode("by-hand", "", time.Hour), wantKept: true},
+		{
+			name:     "instance whose provider ID a nodeclaim has is kept",
+			node:     kwokNode("claimed", "default", time.Hour),
+			claims:   []client.Object{launchedNodeClaim("other-name", kwok.ProviderIDPrefix+"claimed", time.Hour)},
+			wantKept: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, append([]client.Object{tt.node}, tt.claims...)...)
+			if err := h.controller.Collect(context.Background()); err != nil {
+				t.Fatalf("Collect: %v", err)
+			}
+			if kept := exists(t, h.client, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: tt.node.Name}}); kept != tt.wantKept {
+				t.Errorf("node kept = %t, want %t", kept, tt.wantKept)
+			}
+			if got := fixtures.Drain(h.events.Events); len(got) != tt.wantEvents {
+				t.Errorf("events = %q, want %d", got, tt.wantEvents)
+			}
+		})
+	}
+}
+
+func TestCollectLeakedInstanceDeleteFailure(t *testing.T) {
+	tests := []struct {
+		name      string
+		deleteErr error
+		wantErr   bool
+	}{
+		{name: "not found means done", deleteErr: cloudprovider.NewNodeClaimNotFoundError(errors.New("gone"))},
+		{name: "other errors are returned", deleteErr: fixtures.ErrBoom, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, kwokNode("leaked", "default", time.Hour))
+			h.provider.DeleteErr = tt.deleteErr
+			err := h.controller.Collect(context.Background())
+			if (err != nil) != tt.wantErr || (tt.wantErr && !errors.Is(err, fixtures.ErrBoom)) {
+				t.Fatalf("Collect error = %v, want error %t", err, tt.wantErr)
+			}
+			if h.provider.Deletes != 1 {
+				t.Errorf("Delete calls = %d, want 1", h.provider.Deletes)
+			}
+		})
+	}
+}
+
+func TestCollectOrphanedNodeClaims(t *testing.T) {
+	deleting := launchedNodeClaim("deleting", kwok.ProviderIDPrefix+"deleting", time.Hour)
+	deleting.DeletionTimestamp = &metav1.Time{Time: epoch}
+	deleting.Finalizers = []string{karpv1.TerminationFinalizer}
+	notLaunched := launchedNodeClaim("not-launched", kwok.ProviderIDPrefix+"not-launched", time.Hour)
+	notLaunched.Status.Conditions[0].Status = metav1.ConditionUnknown
+
+	tests := []struct {
+		name        string
+		nodeClaim   *karpv1.NodeClaim
+		node        *corev1.Node
+		wantDeleted bool
+	}{
+		{name: "instance gone deletes the nodeclaim", nodeClaim: launchedNodeClaim("gone", kwok.ProviderIDPrefix+"gone", time.Hour), wantDeleted: true},
+		{
+			name:      "healthy nodeclaim is kept",
+			nodeClaim: launchedNodeClaim("healthy", kwok.ProviderIDPrefix+"healthy", time.Hour),
+			node:      kwokNode("healthy", "default", time.Hour),
+		},
+		{name: "young nodeclaim is kept", nodeClaim: launchedNodeClaim("young", kwok.ProviderIDPrefix+"young", gracePeriod-time.Second)},
+		{name: "nodeclaim being deleted is left to termination", nodeClaim: deleting},
+		{name: "nodeclaim not launched is kept", nodeClaim: notLaunched},
+		{name: "nodeclaim without provider ID is kept", nodeClaim: launchedNodeClaim("no-id", "", time.Hour)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			objs := []client.Object{tt.nodeClaim}
+			if tt.node != nil {
+				objs = append(objs, tt.node)
+			}
+			h := newHarness(t, objs...)
+			if err := h.controller.Collect(context.Background()); err != nil {
+				t.Fatalf("Collect: %v", err)
+			}
+			nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: tt.nodeClaim.Name}}
+			gone := !exists(t, h.client, nc) || nc.DeletionTimestamp != nil && tt.nodeClaim.DeletionTimestamp == nil
+			if gone != tt.wantDeleted {
+				t.Errorf("nodeclaim deleted = %t, want %t", gone, tt.wantDeleted)
+			}
+			got := fixtures.Drain(h.events.Events)
+			if tt.wantDeleted && (len(got) != 1 || !strings.Contains(got[0], reasonInstanceGone)) {
+				t.Errorf("events = %q, want one %s", got, reasonInstanceGone)
+			}
+			if !tt.wantDeleted && len(got) != 0 {
+				t.Errorf("events = %q, want none", got)
+			}
+			if tt.node != nil && !exists(t, h.client, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: tt.node.Name}}) {
+				t.Errorf("node %s of a healthy nodeclaim was deleted", tt.node.Name)
+			}
+		})
+	}
+}
+
+func TestStartCollectsEveryInterval(t *testing.T) {
+	h := newHarness(t, kwokNode("leaked", "default", time.Hour))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.controller.Start(ctx) }()
+
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "leaked"}}
+	if !exists(t, h.client, node) {
+		t.Fatal("node collected before the first tick")
+	}
+	// Wait until the ticker is registered, then fire it.
+	deadline := time.Now().Add(5 * time.Second)
+	for !h.clock.HasWaiters() {
+		if time.Now().After(deadline) {
+			t.Fatal("Start registered no ticker")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	h.clock.Step(DefaultInterval)
+	for exists(t, h.client, node) {
+		if time.Now().After(deadline) {
+			t.Fatal("leaked node not collected after one interval")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Start returned %v", err)
+	}
+	if !h.controller.NeedLeaderElection() {
+		t.Error("NeedLeaderElection = false, want true")
+	}
+}
