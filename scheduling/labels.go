@@ -11,15 +11,11 @@ import (
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 )
 
-// LabelInstancePods is the number of pods an instance type supports. Karpenter's docs list it
-// among the AWS well-known labels; apis/aws/v1 does not define it yet.
-const LabelInstancePods = awsv1.Group + "/instance-pods"
-
 // WellKnownLabels are the label keys that joinery derives from instance types and offerings (or
 // sets itself), so a pod may constrain them even when a NodePool leaves them open: "if a
 // requirement is not defined for a well known label, any value available to the cloud provider
 // may be chosen". Pass it as allowUndefined to Requirements.Compatible. Treat it as read-only.
-var WellKnownLabels = sets.New(
+var WellKnownLabels = sets.New(append([]string{
 	// Kubernetes.
 	corev1.LabelArchStable,
 	corev1.LabelOSStable,
@@ -31,33 +27,11 @@ var WellKnownLabels = sets.New(
 	// Karpenter.
 	karpv1.NodePoolLabelKey,
 	karpv1.CapacityTypeLabelKey,
-	// AWS.
-	awsv1.LabelInstanceHypervisor,
-	awsv1.LabelInstanceEncryptionInTransitSupported,
-	awsv1.LabelInstanceCategory,
-	awsv1.LabelInstanceFamily,
-	awsv1.LabelInstanceGeneration,
-	awsv1.LabelInstanceLocalNVME,
-	awsv1.LabelInstanceSize,
-	awsv1.LabelInstanceCPU,
-	awsv1.LabelInstanceCPUManufacturer,
-	awsv1.LabelInstanceCPUSustainedClockSpeedMhz,
-	awsv1.LabelInstanceMemory,
-	awsv1.LabelInstanceEBSBandwidth,
-	awsv1.LabelInstanceNetworkBandwidth,
-	awsv1.LabelInstanceGPUName,
-	awsv1.LabelInstanceGPUManufacturer,
-	awsv1.LabelInstanceGPUCount,
-	awsv1.LabelInstanceGPUMemory,
-	awsv1.LabelInstanceAcceleratorName,
-	awsv1.LabelInstanceAcceleratorManufacturer,
-	awsv1.LabelInstanceAcceleratorCount,
-	awsv1.LabelInstanceCapabilityFlex,
+	// AWS offerings; the instance types' own labels follow.
 	awsv1.LabelCapacityReservationID,
 	awsv1.LabelCapacityReservationType,
 	awsv1.LabelTopologyZoneID,
-	LabelInstancePods,
-)
+}, awsv1.InstanceTypeLabels...)...)
 
 // IsWellKnownLabel reports whether key is in WellKnownLabels.
 func IsWellKnownLabel(key string) bool { return WellKnownLabels.Has(key) }

@@ -16,6 +16,7 @@ const (
 	LabelInstanceCPUManufacturer              = Group + "/instance-cpu-manufacturer"
 	LabelInstanceCPUSustainedClockSpeedMhz    = Group + "/instance-cpu-sustained-clock-speed-mhz"
 	LabelInstanceMemory                       = Group + "/instance-memory"
+	LabelInstancePods                         = Group + "/instance-pods"
 	LabelInstanceEBSBandwidth                 = Group + "/instance-ebs-bandwidth"
 	LabelInstanceNetworkBandwidth             = Group + "/instance-network-bandwidth"
 	LabelInstanceGPUName                      = Group + "/instance-gpu-name"
@@ -30,6 +31,33 @@ const (
 	LabelCapacityReservationType              = Group + "/capacity-reservation-type"
 	LabelTopologyZoneID                       = "topology.k8s.aws/zone-id"
 )
+
+// InstanceTypeLabels are the well-known labels whose values an instance type decides (its shape,
+// not the zone or capacity type it is bought in).
+var InstanceTypeLabels = []string{
+	LabelInstanceHypervisor,
+	LabelInstanceEncryptionInTransitSupported,
+	LabelInstanceCategory,
+	LabelInstanceFamily,
+	LabelInstanceGeneration,
+	LabelInstanceLocalNVME,
+	LabelInstanceSize,
+	LabelInstanceCPU,
+	LabelInstanceCPUManufacturer,
+	LabelInstanceCPUSustainedClockSpeedMhz,
+	LabelInstanceMemory,
+	LabelInstancePods,
+	LabelInstanceEBSBandwidth,
+	LabelInstanceNetworkBandwidth,
+	LabelInstanceGPUName,
+	LabelInstanceGPUManufacturer,
+	LabelInstanceGPUCount,
+	LabelInstanceGPUMemory,
+	LabelInstanceAcceleratorName,
+	LabelInstanceAcceleratorManufacturer,
+	LabelInstanceAcceleratorCount,
+	LabelInstanceCapabilityFlex,
+}
 
 // Annotations and tags.
 const (

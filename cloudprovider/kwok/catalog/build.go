@@ -32,27 +32,7 @@ type BuildOptions struct {
 
 // absentUnlessSet are the well-known instance labels a type without a value for them gets
 // DoesNotExist for, so that requiring one (say a GPU count) rules the type out.
-var absentUnlessSet = []string{
-	awsv1.LabelInstanceHypervisor,
-	awsv1.LabelInstanceEncryptionInTransitSupported,
-	awsv1.LabelInstanceCategory,
-	awsv1.LabelInstanceFamily,
-	awsv1.LabelInstanceGeneration,
-	awsv1.LabelInstanceLocalNVME,
-	awsv1.LabelInstanceSize,
-	awsv1.LabelInstanceCPUManufacturer,
-	awsv1.LabelInstanceCPUSustainedClockSpeedMhz,
-	awsv1.LabelInstanceEBSBandwidth,
-	awsv1.LabelInstanceNetworkBandwidth,
-	awsv1.LabelInstanceGPUName,
-	awsv1.LabelInstanceGPUManufacturer,
-	awsv1.LabelInstanceGPUCount,
-	awsv1.LabelInstanceGPUMemory,
-	awsv1.LabelInstanceAcceleratorName,
-	awsv1.LabelInstanceAcceleratorManufacturer,
-	awsv1.LabelInstanceAcceleratorCount,
-	awsv1.LabelInstanceCapabilityFlex,
-}
+var absentUnlessSet = awsv1.InstanceTypeLabels
 
 // Build returns the cloud provider's instance types from the catalog, in catalog order.
 // It rejects a catalog with duplicate names or a type it cannot describe.
@@ -152,7 +132,7 @@ func (s *InstanceType) requirements(offerings cloudprovider.Offerings) schedulin
 		corev1.LabelArchStable:         s.Arch,
 		awsv1.LabelInstanceCPU:         strconv.FormatInt(s.CPU, 10),
 		awsv1.LabelInstanceMemory:      strconv.FormatInt(s.MemoryMiB, 10),
-		scheduling.LabelInstancePods:   strconv.FormatInt(s.Pods, 10),
+		awsv1.LabelInstancePods:        strconv.FormatInt(s.Pods, 10),
 	}
 	if g := s.GPU; g != nil {
 		labels[awsv1.LabelInstanceGPUName] = g.Name

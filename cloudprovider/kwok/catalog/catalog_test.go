@@ -80,7 +80,7 @@ func TestDefaultCatalogTypesAreUsable(t *testing.T) {
 				t.Errorf("%s: allocatable %s = %s, want positive", it.Name, name, q.String())
 			}
 		}
-		for _, key := range []string{corev1.LabelInstanceTypeStable, corev1.LabelArchStable, awsv1.LabelInstanceCPU, awsv1.LabelInstanceMemory, awsv1.LabelInstanceFamily, scheduling.LabelInstancePods} {
+		for _, key := range []string{corev1.LabelInstanceTypeStable, corev1.LabelArchStable, awsv1.LabelInstanceCPU, awsv1.LabelInstanceMemory, awsv1.LabelInstanceFamily, awsv1.LabelInstancePods} {
 			if req := it.Requirements.Get(key); req.Operator() != corev1.NodeSelectorOpIn || req.Len() != 1 {
 				t.Errorf("%s: label %s is %s, want one value", it.Name, key, req)
 			}
