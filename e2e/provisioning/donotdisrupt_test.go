@@ -20,22 +20,7 @@ import (
 // terminationGracePeriod bounds the wait, after which the pod is deleted and the node goes.
 func TestDoNotDisruptPodHoldsDrainUntilTerminationGracePeriod(t *testing.T) {
 	group := framework.UniqueName("dnd")
-	env.Create(t, framework.KWOKNodeClasses, fmt.Sprintf(`{"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass", "metadata": {"name": %q}}`, group))
-	env.Create(t, framework.NodePools, fmt.Sprintf(`
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: %[1]q}
-spec:
-  template:
-    metadata:
-      labels: {joinery.dev/e2e-group: %[1]q}
-    spec:
-      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: %[1]q}
-      terminationGracePeriod: 20s
-      requirements:
-      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
-      - {key: kubernetes.io/os, operator: In, values: [linux]}
-`, group))
+	createGroupNodePool(t, group, nodePool{name: group, terminationGracePeriod: "20s"})
 	ns := env.Namespace(t)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "precious", Namespace: ns,

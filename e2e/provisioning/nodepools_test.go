@@ -23,12 +23,16 @@ type nodePool struct {
 	weight int
 	taint  string // key of a NoSchedule taint, if any
 	cpu    string // spec.limits.cpu, if any
+	// terminationGracePeriod is spec.template.spec.terminationGracePeriod, if any.
+	terminationGracePeriod string
 }
 
+// createGroupNodePool creates np and its KWOKNodeClass; its nodes carry the label
+// joinery.dev/e2e-group=group.
 func createGroupNodePool(t *testing.T, group string, np nodePool) {
 	t.Helper()
 	env.Create(t, framework.KWOKNodeClasses, fmt.Sprintf(`{"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass", "metadata": {"name": %q}}`, np.name))
-	var extra, taints string
+	var extra, templateSpec string // extra: spec fields; templateSpec: spec.template.spec fields
 	if np.weight > 0 {
 		extra += fmt.Sprintf("  weight: %d\n", np.weight)
 	}
@@ -36,7 +40,10 @@ func createGroupNodePool(t *testing.T, group string, np nodePool) {
 		extra += fmt.Sprintf("  limits: {cpu: %q}\n", np.cpu)
 	}
 	if np.taint != "" {
-		taints = fmt.Sprintf("      taints: [{key: %s, value: \"true\", effect: NoSchedule}]\n", np.taint)
+		templateSpec = fmt.Sprintf("      taints: [{key: %s, value: \"true\", effect: NoSchedule}]\n", np.taint)
+	}
+	if np.terminationGracePeriod != "" {
+		templateSpec += fmt.Sprintf("      terminationGracePeriod: %s\n", np.terminationGracePeriod)
 	}
 	env.Create(t, framework.NodePools, fmt.Sprintf(`
 apiVersion: karpenter.sh/v1
@@ -51,7 +58,7 @@ spec:
 %[4]s      requirements:
       - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
       - {key: kubernetes.io/os, operator: In, values: [linux]}
-`, np.name, group, extra, taints))
+`, np.name, group, extra, templateSpec))
 }
 
 // createGroupPods creates n pods of the group requesting cpu each, tolerating taint if set.

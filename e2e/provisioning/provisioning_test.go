@@ -38,7 +38,7 @@ type group struct {
 // left without pods; a second scale-up reuses in-flight capacity instead of duplicating it.
 func TestMixedWorkloadGetsNodesAndRuns(t *testing.T) {
 	pool := framework.UniqueName("prov")
-	createNodePool(t, pool)
+	createGroupNodePool(t, pool, nodePool{name: pool})
 	ns := env.Namespace(t) // dumps the cluster's state if the test fails
 
 	groups := []group{
@@ -50,7 +50,7 @@ func TestMixedWorkloadGetsNodesAndRuns(t *testing.T) {
 	for _, g := range groups {
 		createDeployment(t, ns, pool, g)
 	}
-	pods := env.AwaitPods(t, ns, "joinery.dev/e2e-pool="+pool, 60, runningTimeout, running)
+	pods := env.AwaitPods(t, ns, "joinery.dev/e2e-group="+pool, 60, runningTimeout, running)
 	t.Logf("60 pods pending → Running in %s", time.Since(begin).Round(time.Second))
 
 	checkSpread(t, pods)
@@ -63,7 +63,7 @@ func TestMixedWorkloadGetsNodesAndRuns(t *testing.T) {
 	// on the NodeClaims the first step is launching, not on NodeClaims of their own.
 	scale(t, ns, "small", 40)
 	scale(t, ns, "small", 55)
-	pods = env.AwaitPods(t, ns, "joinery.dev/e2e-pool="+pool, 90, runningTimeout, running)
+	pods = env.AwaitPods(t, ns, "joinery.dev/e2e-group="+pool, 90, runningTimeout, running)
 	claims = nodeClaimsOf(t, pool)
 	checkEveryNodeClaimHostsPods(t, claims, pods)
 	t.Logf("second scale-up: %d NodeClaims", len(claims))
@@ -76,31 +76,12 @@ func running(pod corev1.Pod) error {
 	return nil
 }
 
-func createNodePool(t *testing.T, name string) {
-	t.Helper()
-	env.Create(t, framework.KWOKNodeClasses, fmt.Sprintf(`{"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass", "metadata": {"name": %q}}`, name))
-	env.Create(t, framework.NodePools, fmt.Sprintf(`
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: %[1]q}
-spec:
-  template:
-    metadata:
-      labels: {joinery.dev/e2e-pool: %[1]q}
-    spec:
-      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: %[1]q}
-      requirements:
-      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
-      - {key: kubernetes.io/os, operator: In, values: [linux]}
-`, name))
-}
-
 func createDeployment(t *testing.T, ns, pool string, g group) {
 	t.Helper()
-	labels := map[string]string{"app": g.name, "joinery.dev/e2e-pool": pool}
+	labels := map[string]string{"app": g.name, "joinery.dev/e2e-group": pool}
 	spec := corev1.PodSpec{
 		// Only nodes of this test's NodePool: the suite may share the cluster with others.
-		NodeSelector:                  map[string]string{"joinery.dev/e2e-pool": pool},
+		NodeSelector:                  map[string]string{"joinery.dev/e2e-group": pool},
 		TerminationGracePeriodSeconds: ptr.To[int64](0),
 		Containers: []corev1.Container{{
 			Name:  "app",
