@@ -13,22 +13,39 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/clientgo"
 	_ "k8s.io/component-base/metrics/prometheus/version"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/joinery-dev/joinery/cloudprovider/kwok"
 	"github.com/joinery-dev/joinery/internal/version"
 	"github.com/joinery-dev/joinery/plugin"
+	"github.com/joinery-dev/joinery/plugin/planner"
+	"github.com/joinery-dev/joinery/simulation/solver"
 )
 
 func main() {
-	// The plugin never imports the solver; the binary injects it.
-	plugin.NewPlanner = newPlanner
+	// The plugin never imports the solver; the binary injects it, with the kwok provider's
+	// instance types.
+	planners := &planner.Config{
+		InstanceTypes:                 kwokInstanceTypes,
+		UnavailableOfferingsNamespace: os.Getenv("JOINERY_CONTROLLER_NAMESPACE"),
+	}
+	plugin.NewPlanner = planners.New
 	command := app.NewSchedulerCommand(app.WithPlugin(plugin.Name, plugin.New))
-	wrapRun(command)
+	wrapRun(command, planners)
 	os.Exit(cli.Run(command))
 }
 
+func kwokInstanceTypes(c client.Client) (solver.InstanceTypeSource, error) {
+	provider, err := kwok.New(c, kwok.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("building the kwok cloud provider: %w", err)
+	}
+	return provider, nil
+}
+
 // wrapRun makes --version report joinery's version (kube-scheduler's own flag prints only the
-// Kubernetes one) and remembers --config, from which the solver builds its framework.
-func wrapRun(command *cobra.Command) {
+// Kubernetes one) and gives --config to the planners, which build their framework from it.
+func wrapRun(command *cobra.Command, planners *planner.Config) {
 	run := command.RunE
 	command.RunE = func(cmd *cobra.Command, args []string) error {
 		if f := cmd.Flags().Lookup("version"); f != nil && f.Changed && f.Value.String() != "false" {
@@ -36,7 +53,7 @@ func wrapRun(command *cobra.Command) {
 			return nil
 		}
 		if f := cmd.Flags().Lookup("config"); f != nil {
-			schedulerConfigPath = f.Value.String()
+			planners.SchedulerConfigPath = f.Value.String()
 		}
 		return run(cmd, args)
 	}

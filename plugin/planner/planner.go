@@ -1,0 +1,107 @@
+// Package planner builds the planner the Provisioner plugin runs with in joinery-scheduler:
+// the solver over the scheduler profile's own plugins and args, cluster state from the
+// scheduler's informers, instance types from a cloud provider, and the controller's record of
+// unavailable offerings. The cloud provider is a parameter, so each provider's binary (kwok
+// today) wires the same planner.
+package planner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/joinery-dev/joinery/plugin"
+	"github.com/joinery-dev/joinery/simulation"
+	"github.com/joinery-dev/joinery/simulation/solver"
+)
+
+// DefaultUnavailableOfferingsNamespace is where joinery-controller keeps the
+// unavailable-offerings record unless told otherwise (its leader-election namespace).
+const DefaultUnavailableOfferingsNamespace = "kube-system"
+
+// InstanceTypesFunc builds the cloud provider's instance-type source over the plugin's client
+// (providers read their node classes through it).
+type InstanceTypesFunc func(c client.Client) (solver.InstanceTypeSource, error)
+
+// Config says how planners are built. Set plugin.NewPlanner to a Config's New before the
+// scheduler builds its profiles.
+type Config struct {
+	// InstanceTypes is the cloud provider's instance-type source; required.
+	InstanceTypes InstanceTypesFunc
+	// SchedulerConfigPath is the KubeSchedulerConfiguration file the scheduler runs with (its
+	// --config): the solver builds its simulation framework from the same profile, so its
+	// Filters are the scheduler's. Empty means kube-scheduler's default profile.
+	SchedulerConfigPath string
+	// UnavailableOfferingsNamespace holds the unavailable-offerings ConfigMap;
+	// DefaultUnavailableOfferingsNamespace when empty.
+	UnavailableOfferingsNamespace string
+}
+
+// New builds the solver for one scheduler profile. It is a plugin.PlannerFactory.
+func (c *Config) New(ctx context.Context, opts plugin.PlannerOptions) (simulation.Planner, error) {
+	if c.InstanceTypes == nil {
+		return nil, errors.New("planner config: no instance-type source")
+	}
+	profile, err := c.profile(opts.Handle.ProfileName())
+	if err != nil {
+		return nil, err
+	}
+	instanceTypes, err := c.InstanceTypes(opts.Client)
+	if err != nil {
+		return nil, fmt.Errorf("building the cloud provider's instance types: %w", err)
+	}
+	factory := opts.Handle.SharedInformerFactory()
+	namespace := c.UnavailableOfferingsNamespace
+	if namespace == "" {
+		namespace = DefaultUnavailableOfferingsNamespace
+	}
+	unavailable := &unavailableOfferings{client: opts.Client, namespace: namespace}
+	s, err := solver.New(ctx, solver.Options{
+		State:         NewInformerState(opts.Client, factory),
+		InstanceTypes: instanceTypes,
+		Profile:       profile,
+		Framework: simulation.FrameworkOptions{
+			Client:          opts.Handle.ClientSet(),
+			InformerFactory: factory,
+		},
+		PreferencePolicy: solver.PreferencePolicy(opts.Args.PreferencePolicy),
+		MinValuesPolicy:  solver.MinValuesPolicy(opts.Args.MinValuesPolicy),
+		MaxInstanceTypes: int(opts.Args.MaxInstanceTypes),
+		Unavailable:      unavailable.contains,
+	})
+	if err != nil {
+		return nil, err
+	}
+	// The engine's plugins may have asked the factory for informers the scheduler had not.
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	return &refreshingPlanner{planner: s, unavailable: unavailable}, nil
+}
+
+// profile loads the named profile from the scheduler's config file, or the default profile
+// when the scheduler runs without one.
+func (c *Config) profile(name string) (*config.KubeSchedulerProfile, error) {
+	if c.SchedulerConfigPath == "" {
+		return simulation.DefaultProfile()
+	}
+	return simulation.LoadProfile(c.SchedulerConfigPath, name)
+}
+
+// refreshingPlanner re-reads the unavailable-offerings record before each batch, so offerings
+// the controller found exhausted are skipped for as long as it records them.
+type refreshingPlanner struct {
+	planner     simulation.Planner
+	unavailable *unavailableOfferings
+}
+
+func (p *refreshingPlanner) Plan(ctx context.Context, pods []*corev1.Pod) (*simulation.Plan, error) {
+	if err := p.unavailable.refresh(ctx, time.Now()); err != nil {
+		return nil, err
+	}
+	return p.planner.Plan(ctx, pods)
+}
