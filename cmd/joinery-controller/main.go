@@ -21,6 +21,7 @@ import (
 	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/cloudprovider/kwok"
 	"github.com/joinery-dev/joinery/controller/nodeclaim"
+	"github.com/joinery-dev/joinery/controller/nodeclaim/garbagecollection"
 	"github.com/joinery-dev/joinery/controller/nodeclaim/lifecycle"
 	"github.com/joinery-dev/joinery/controller/nodepool"
 	"github.com/joinery-dev/joinery/internal/version"
@@ -35,6 +36,7 @@ type options struct {
 	printVersion            bool
 	cloudProvider           string
 	registrationTTL         time.Duration
+	gcInterval              time.Duration
 }
 
 func main() {
@@ -46,6 +48,7 @@ func main() {
 	flag.DurationVar(&opts.leaseDuration, "leader-election-lease-duration", 15*time.Second, "how long a leader's lease lasts before another replica may take over")
 	flag.StringVar(&opts.cloudProvider, "cloud-provider", kwok.Name, "cloud provider that launches nodes: kwok")
 	flag.DurationVar(&opts.registrationTTL, "registration-ttl", lifecycle.DefaultRegistrationTTL, "how long a launched NodeClaim may wait for its node to register before it is deleted")
+	flag.DurationVar(&opts.gcInterval, "gc-interval", garbagecollection.DefaultInterval, "how often instances without a NodeClaim, Nodes without a NodeClaim and NodeClaims without an instance are garbage-collected")
 	flag.BoolVar(&opts.printVersion, "version", false, "print the version and exit")
 	zapOpts := zap.Options{Development: false} // JSON logs unless --zap-devel
 	zapOpts.BindFlags(flag.CommandLine)
@@ -102,7 +105,7 @@ func run(opts options) error {
 		return err
 	}
 	ctx := ctrl.SetupSignalHandler()
-	if err := nodeclaim.Setup(ctx, mgr, cp, nodeclaim.Options{Namespace: namespace, RegistrationTTL: opts.registrationTTL}); err != nil {
+	if err := nodeclaim.Setup(ctx, mgr, cp, nodeclaim.Options{Namespace: namespace, RegistrationTTL: opts.registrationTTL, GCInterval: opts.gcInterval}); err != nil {
 		return err
 	}
 	if err := nodepool.New(mgr.GetClient(), cp.GetSupportedNodeClasses(), nil).SetupWithManager(mgr); err != nil {

@@ -28,6 +28,9 @@ type Options struct {
 	Namespace string
 	// RegistrationTTL is how long a launched NodeClaim may wait for its Node.
 	RegistrationTTL time.Duration
+	// GCInterval is the time between garbage collections; garbagecollection.DefaultInterval if
+	// zero.
+	GCInterval time.Duration
 }
 
 // Setup registers the provider-ID indexes and the NodeClaim controllers with mgr.
@@ -47,7 +50,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cp cloudprovider.CloudProvider
 	if err := termination.NewNodeController(mgr.GetClient(), cp).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up %s: %w", termination.NodeControllerName, err)
 	}
-	if err := mgr.Add(garbagecollection.New(mgr.GetClient(), cp, recorder, garbagecollection.Options{})); err != nil {
+	if err := mgr.Add(garbagecollection.New(mgr.GetClient(), cp, recorder, garbagecollection.Options{Interval: opts.GCInterval})); err != nil {
 		return fmt.Errorf("setting up %s: %w", garbagecollection.Name, err)
 	}
 	return nil

@@ -112,15 +112,20 @@ func (c *Cluster) watchForCrashes() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, p := range c.processes {
-		go func() {
-			<-p.exited
-			if c.stopping.Load() {
-				return
-			}
-			select {
-			case c.crashed <- p.exitError():
-			default: // one report is enough; the others are in their logs
-			}
-		}()
+		c.watchForCrash(p)
 	}
+}
+
+// watchForCrash reports p on Crashed if it exits before Stop without being killed on purpose.
+func (c *Cluster) watchForCrash(p *process) {
+	go func() {
+		<-p.exited
+		if c.stopping.Load() || p.killed.Load() {
+			return
+		}
+		select {
+		case c.crashed <- p.exitError():
+		default: // one report is enough; the others are in their logs
+		}
+	}()
 }

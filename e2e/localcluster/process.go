@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -27,6 +28,8 @@ type process struct {
 	logFile *os.File
 	grace   time.Duration
 	ports   []int // the ports the component was configured with
+	// killed marks a process stopped on purpose by Cluster.KillComponent, not a crash.
+	killed atomic.Bool
 
 	exited  chan struct{}
 	waitErr error // valid once exited is closed

@@ -1,7 +1,9 @@
 // Package garbagecollection is the nodeclaim.garbagecollection controller: it periodically
 // reconciles the cloud with the cluster. Instances joinery launched that no NodeClaim claims (for
-// example after a crash between launch and the status write) are terminated, and launched
-// NodeClaims whose instance is gone are deleted so their finalizers clean up.
+// example after a crash between launch and the status write) are terminated; Nodes joinery
+// launched that no NodeClaim claims are deleted, so their termination finalizer terminates the
+// instance and releases them; and launched NodeClaims whose instance is gone are deleted so
+// their finalizers clean up.
 package garbagecollection
 
 import (
@@ -97,9 +99,11 @@ func (c *Controller) Start(ctx context.Context) error {
 	}
 }
 
-// Collect runs one collection: leaked instances, then NodeClaims whose instance is gone.
+// Collect runs one collection: leaked instances, Nodes no NodeClaim claims, then NodeClaims
+// whose instance is gone.
 func (c *Controller) Collect(ctx context.Context) error {
-	return errors.Join(c.collectLeakedInstances(ctx), c.collectOrphanedNodeClaims(ctx))
+	terminated, instancesErr := c.collectLeakedInstances(ctx)
+	return errors.Join(instancesErr, c.collectOrphanedNodes(ctx, terminated), c.collectOrphanedNodeClaims(ctx))
 }
 
 // oldEnough reports whether something created at created is past the grace period.

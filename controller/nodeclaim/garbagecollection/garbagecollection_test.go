@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -230,5 +231,83 @@ func TestStartCollectsEveryInterval(t *testing.T) {
 	}
 	if !h.controller.NeedLeaderElection() {
 		t.Error("NeedLeaderElection = false, want true")
+	}
+}
+
+// cloudNode is a Node of an instance the kwok provider does not list (as a Node of another
+// cloud would be), created age before epoch.
+func cloudNode(name string, age time.Duration, mutate func(*corev1.Node)) *corev1.Node {
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              name,
+			UID:               types.UID("uid-" + name),
+			Labels:            map[string]string{karpv1.NodePoolLabelKey: "default"},
+			CreationTimestamp: metav1.NewTime(epoch.Add(-age)),
+		},
+		Spec: corev1.NodeSpec{ProviderID: "aws:///test-zone-a/i-" + name},
+	}
+	if mutate != nil {
+		mutate(node)
+	}
+	return node
+}
+
+func TestCollectOrphanedNodes(t *testing.T) {
+	withFinalizer := func(n *corev1.Node) { n.Finalizers = []string{karpv1.TerminationFinalizer} }
+	tests := []struct {
+		name        string
+		node        *corev1.Node
+		claims      []client.Object
+		wantDeleted bool
+		// wantDeletes is the number of instance terminations the provider sees.
+		wantDeletes int
+	}{
+		{name: "nodepool node without nodeclaim is deleted", node: cloudNode("orphan", time.Hour, nil), wantDeleted: true},
+		{
+			name: "finalizer alone marks the node as joinery's",
+			node: cloudNode("orphan", time.Hour, func(n *corev1.Node) {
+				delete(n.Labels, karpv1.NodePoolLabelKey)
+				withFinalizer(n)
+			}),
+			wantDeleted: true,
+		},
+		{name: "young node is kept", node: cloudNode("young", gracePeriod-time.Second, nil)},
+		{name: "node of someone else is kept", node: cloudNode("theirs", time.Hour, func(n *corev1.Node) { delete(n.Labels, karpv1.NodePoolLabelKey) })},
+		{name: "node without provider ID is kept", node: cloudNode("no-id", time.Hour, func(n *corev1.Node) { n.Spec.ProviderID = "" })},
+		{
+			name: "claimed node is kept",
+			node: cloudNode("claimed", time.Hour, nil),
+			// Young, so the kwok provider not knowing its instance does not get it collected.
+			claims: []client.Object{launchedNodeClaim("claimed", "aws:///test-zone-a/i-claimed", time.Second)},
+		},
+		{
+			name:        "leaked kwok instance is collected once, as an instance",
+			node:        kwokNode("leaked", "default", time.Hour),
+			wantDeleted: true,
+			wantDeletes: 1,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, append([]client.Object{tt.node}, tt.claims...)...)
+			if err := h.controller.Collect(context.Background()); err != nil {
+				t.Fatalf("Collect: %v", err)
+			}
+			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: tt.node.Name}}
+			deleted := !exists(t, h.client, node) || node.DeletionTimestamp != nil
+			if deleted != tt.wantDeleted {
+				t.Errorf("node deleted = %t, want %t", deleted, tt.wantDeleted)
+			}
+			if h.provider.Deletes != tt.wantDeletes {
+				t.Errorf("instance deletes = %d, want %d", h.provider.Deletes, tt.wantDeletes)
+			}
+			events := fixtures.Drain(h.events.Events)
+			if tt.wantDeleted && (len(events) != 1 || !strings.Contains(events[0], "GarbageCollected")) {
+				t.Errorf("events = %q, want one GarbageCollected", events)
+			}
+			if !tt.wantDeleted && len(events) != 0 {
+				t.Errorf("events = %q, want none", events)
+			}
+		})
 	}
 }

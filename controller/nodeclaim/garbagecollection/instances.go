@@ -19,17 +19,18 @@ const reasonLeakedInstance = "GarbageCollected"
 
 // collectLeakedInstances terminates instances labelled with a NodePool, past the grace period,
 // whose provider ID no NodeClaim has. Instances without the NodePool label were not launched by
-// joinery and are never touched.
-func (c *Controller) collectLeakedInstances(ctx context.Context) error {
+// joinery and are never touched. It returns the provider IDs it terminated.
+func (c *Controller) collectLeakedInstances(ctx context.Context) (sets.Set[string], error) {
 	// Instances are listed before NodeClaims so that a NodeClaim written after an instance was
 	// listed is still seen.
+	terminated := sets.New[string]()
 	instances, err := c.cloudProvider.List(ctx)
 	if err != nil {
-		return fmt.Errorf("listing instances: %w", err)
+		return terminated, fmt.Errorf("listing instances: %w", err)
 	}
 	claimed, err := c.claimedProviderIDs(ctx)
 	if err != nil {
-		return err
+		return terminated, err
 	}
 	var errs []error
 	for _, instance := range instances {
@@ -38,9 +39,11 @@ func (c *Controller) collectLeakedInstances(ctx context.Context) error {
 		}
 		if err := c.terminate(ctx, instance); err != nil {
 			errs = append(errs, err)
+			continue
 		}
+		terminated.Insert(instance.Status.ProviderID)
 	}
-	return errors.Join(errs...)
+	return terminated, errors.Join(errs...)
 }
 
 func (c *Controller) claimedProviderIDs(ctx context.Context) (sets.Set[string], error) {

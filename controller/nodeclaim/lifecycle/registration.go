@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,20 +36,22 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim, conds c
 			return nil, stepResult{stop: true}, nil
 		}
 		conds.set(karpv1.ConditionTypeRegistered, metav1.ConditionUnknown, reasonNodeNotFound, "Node not registered with cluster")
-		result, err := c.awaitRegistration(ctx, nc)
+		result, err := c.awaitRegistration(ctx, nc, "no node with its provider ID registered")
 		return nil, result, err
 	case 1:
 	default:
-		conds.set(karpv1.ConditionTypeRegistered, metav1.ConditionFalse, reasonMultipleNodes,
-			fmt.Sprintf("%d nodes have provider ID %s", len(nodes), nc.Status.ProviderID))
-		return nil, stepResult{stop: true}, nil
+		message := fmt.Sprintf("%d nodes have provider ID %s", len(nodes), nc.Status.ProviderID)
+		conds.set(karpv1.ConditionTypeRegistered, metav1.ConditionFalse, reasonMultipleNodes, message)
+		result, err := c.awaitRegistration(ctx, nc, message)
+		return nil, result, err
 	}
 	node := &nodes[0]
 	if isTrue(nc, karpv1.ConditionTypeRegistered) && nc.Status.NodeName == node.Name {
 		return node, stepResult{}, nil
 	}
 	if err := c.syncNode(ctx, nc, node); err != nil {
-		return nil, stepResult{stop: true}, err
+		result, err := c.registrationFailed(ctx, nc, conds, err)
+		return nil, result, err
 	}
 	nc.Status.NodeName = node.Name
 	conds.set(karpv1.ConditionTypeRegistered, metav1.ConditionTrue, karpv1.ConditionTypeRegistered, "")
@@ -55,17 +59,45 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim, conds c
 	return node, stepResult{}, nil
 }
 
-// awaitRegistration waits for the Node until the registration TTL, counted from launch, has
-// passed, and then deletes the NodeClaim.
-func (c *Controller) awaitRegistration(ctx context.Context, nc *karpv1.NodeClaim) (stepResult, error) {
+// registrationRetryInterval is how soon a registration the API server refused is tried again.
+const registrationRetryInterval = 5 * time.Second
+
+// registrationFailed handles a node that could not be made the NodeClaim's. Once the TTL is
+// over the NodeClaim goes like one whose node never appeared. Before that, a conflict is
+// retried at once, and any other refusal (an admission policy, say) no later than the
+// registration deadline, which exponential backoff could overshoot by many minutes.
+func (c *Controller) registrationFailed(ctx context.Context, nc *karpv1.NodeClaim, conds conditionSetter, err error) (stepResult, error) {
+	if c.registrationExpired(nc) {
+		return c.awaitRegistration(ctx, nc, err.Error())
+	}
+	if apierrors.IsConflict(err) {
+		return stepResult{stop: true}, err
+	}
+	conds.set(karpv1.ConditionTypeRegistered, metav1.ConditionUnknown, reasonNotRegistered, err.Error())
+	log.FromContext(ctx).Error(err, "registering node", "provider-id", nc.Status.ProviderID)
+	remaining := c.registrationDeadline(nc).Sub(c.clock.Now())
+	return stepResult{stop: true, requeueAfter: min(remaining, registrationRetryInterval)}, nil
+}
+
+// registrationDeadline is when the registration TTL, counted from launch, runs out.
+func (c *Controller) registrationDeadline(nc *karpv1.NodeClaim) time.Time {
 	launched := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeLaunched)
-	deadline := launched.LastTransitionTime.Add(c.registrationTTL)
-	if remaining := deadline.Sub(c.clock.Now()); remaining > 0 {
+	return launched.LastTransitionTime.Add(c.registrationTTL)
+}
+
+func (c *Controller) registrationExpired(nc *karpv1.NodeClaim) bool {
+	return !c.clock.Now().Before(c.registrationDeadline(nc))
+}
+
+// awaitRegistration waits for the Node until the registration TTL has passed, and then deletes
+// the NodeClaim; why says what registration is still waiting for.
+func (c *Controller) awaitRegistration(ctx context.Context, nc *karpv1.NodeClaim, why string) (stepResult, error) {
+	if remaining := c.registrationDeadline(nc).Sub(c.clock.Now()); remaining > 0 {
 		return stepResult{stop: true, requeueAfter: remaining}, nil
 	}
-	log.FromContext(ctx).Info("deleting nodeclaim: node did not register", "provider-id", nc.Status.ProviderID, "ttl", c.registrationTTL.String())
+	log.FromContext(ctx).Info("deleting nodeclaim: node did not register", "provider-id", nc.Status.ProviderID, "ttl", c.registrationTTL.String(), "reason", why)
 	c.recorder.Eventf(nc, nil, corev1.EventTypeWarning, reasonRegistrationTimeout, "Register",
-		"Node with provider ID %s did not register within %s of launch; deleting the NodeClaim", nc.Status.ProviderID, c.registrationTTL)
+		"Node with provider ID %s did not register within %s of launch (%s); deleting the NodeClaim", nc.Status.ProviderID, c.registrationTTL, why)
 	return stepResult{deleted: true}, c.deleteNodeClaim(ctx, nc)
 }
 

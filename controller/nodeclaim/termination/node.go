@@ -68,15 +68,21 @@ func (c *NodeController) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if len(claims) == 0 {
+		// Nothing claims the node: the NodeClaim's own termination is over or never happened,
+		// so there is nothing to drain for; release the node, terminating its instance first so
+		// nothing leaks.
+		if err := c.terminateOrphan(ctx, node); err != nil {
+			return ctrl.Result{}, err
+		}
+		return c.release(ctx, node, "released node without a nodeclaim")
+	}
 	for i := range claims {
 		if err := deleteIfPresent(ctx, c.client, &claims[i]); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	var claim *karpv1.NodeClaim
-	if len(claims) > 0 {
-		claim = &claims[0]
-	}
+	claim := &claims[0]
 	wait, err := c.drainer.drain(ctx, node, claim)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("draining node %s: %w", node.Name, err)
@@ -84,22 +90,39 @@ func (c *NodeController) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
-	if node.Spec.ProviderID != "" {
-		instance := &karpv1.NodeClaim{}
-		if len(claims) > 0 {
-			instance = &claims[0]
-		} else {
-			instance.Name = node.Name // no NodeClaim left: terminate by provider ID so nothing leaks
-			instance.Status.ProviderID = node.Spec.ProviderID
-		}
+	if wait, err = c.drainer.awaitVolumeDetachment(ctx, node, claim); err != nil {
+		return ctrl.Result{}, fmt.Errorf("awaiting volume detachment of node %s: %w", node.Name, err)
+	}
+	if wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	if claim.Status.ProviderID != "" {
 		// Termination has begun (or is complete) once Delete succeeds; the NodeClaim's finalizer
 		// waits for it to finish.
-		if _, err := terminateInstance(ctx, c.cloudProvider, instance); err != nil {
+		if _, err := terminateInstance(ctx, c.cloudProvider, claim); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
+	return c.release(ctx, node, "deleted node")
+}
+
+// terminateOrphan begins terminating the instance of a node no NodeClaim claims, by its
+// provider ID; an instance already gone counts as done.
+func (c *NodeController) terminateOrphan(ctx context.Context, node *corev1.Node) error {
+	if node.Spec.ProviderID == "" {
+		return nil
+	}
+	instance := &karpv1.NodeClaim{}
+	instance.Name = node.Name
+	instance.Status.ProviderID = node.Spec.ProviderID
+	_, err := terminateInstance(ctx, c.cloudProvider, instance)
+	return err
+}
+
+// release removes the termination finalizer from node so the API server deletes it.
+func (c *NodeController) release(ctx context.Context, node *corev1.Node, message string) (ctrl.Result, error) {
 	// Re-read: terminating the instance may have touched the Node (the kwok provider deletes it).
-	if err := c.client.Get(ctx, req.NamespacedName, node); err != nil {
+	if err := c.client.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	stored := node.DeepCopy()
@@ -107,6 +130,6 @@ func (c *NodeController) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if err := c.client.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("removing finalizer: %w", err))
 	}
-	log.FromContext(ctx).Info("deleted node", "provider-id", node.Spec.ProviderID)
+	log.FromContext(ctx).Info(message, "provider-id", node.Spec.ProviderID)
 	return ctrl.Result{}, nil
 }

@@ -5,12 +5,14 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/controller/state"
@@ -44,10 +46,34 @@ func (c *NodeClaimController) SetupWithManager(mgr ctrl.Manager) error {
 // NodeClaim controllers' so `kubectl describe` reads as Karpenter's documentation shows.
 const eventSource = "karpenter"
 
-// SetupWithManager registers the Node finalizer controller and the pod index its drain lists by.
+// volumeAttachmentGone passes the deletion of a VolumeAttachment: the event a termination
+// awaiting volume detachment waits for.
+var volumeAttachmentGone = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	UpdateFunc:  func(event.UpdateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return true },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+// nodeOfVolumeAttachment maps a VolumeAttachment to its Node.
+func nodeOfVolumeAttachment(_ context.Context, obj client.Object) []reconcile.Request {
+	names := volumeAttachmentNodeName(obj)
+	out := make([]reconcile.Request, 0, len(names))
+	for _, name := range names {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKey{Name: name}})
+	}
+	return out
+}
+
+// SetupWithManager registers the Node finalizer controller and the pod and VolumeAttachment
+// indexes its drain lists by; it looks at a terminating Node again when one of its
+// VolumeAttachments is deleted.
 func (c *NodeController) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, PodNodeNameField, podNodeName); err != nil {
 		return fmt.Errorf("indexing pods by node: %w", err)
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &storagev1.VolumeAttachment{}, VolumeAttachmentNodeNameField, volumeAttachmentNodeName); err != nil {
+		return fmt.Errorf("indexing volume attachments by node: %w", err)
 	}
 	if c.drainer.recorder == nil {
 		c.drainer.recorder = mgr.GetEventRecorder(eventSource)
@@ -55,5 +81,6 @@ func (c *NodeController) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(NodeControllerName).
 		For(&corev1.Node{}, builder.WithPredicates(deleting)).
+		Watches(&storagev1.VolumeAttachment{}, handler.EnqueueRequestsFromMapFunc(nodeOfVolumeAttachment), builder.WithPredicates(volumeAttachmentGone)).
 		Complete(c)
 }

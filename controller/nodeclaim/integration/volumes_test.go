@@ -1,0 +1,53 @@
+package integration
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+)
+
+// TestTerminationWaitsForVolumeAttachments: a drained node whose volume is still attached is
+// not terminated until its VolumeAttachment is deleted (what the attach-detach controller does
+// once the volume is detached); the deletion itself wakes the termination up.
+func TestTerminationWaitsForVolumeAttachments(t *testing.T) {
+	_, nc, node := registeredNode(t, nil)
+	va := &storagev1.VolumeAttachment{
+		ObjectMeta: metav1.ObjectMeta{Name: "va-" + node.Name},
+		Spec: storagev1.VolumeAttachmentSpec{
+			Attacher: "csi.example.com",
+			NodeName: node.Name,
+			Source:   storagev1.VolumeAttachmentSource{PersistentVolumeName: ptr.To("pv-" + node.Name)},
+		},
+	}
+	create(t, va)
+	if err := admin.Delete(t.Context(), nc); err != nil {
+		t.Fatal(err)
+	}
+	await(t, "node "+node.Name+" drained", func(ctx context.Context) (bool, error) {
+		if err := admin.Get(ctx, client.ObjectKey{Name: node.Name}, node); err != nil {
+			return false, err
+		}
+		return slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.DisruptedTaintKey }), nil
+	})
+	// Give the termination time to go past the drain; it must stop at the attachment.
+	time.Sleep(3 * time.Second)
+	get(t, node)
+	if !slices.Contains(node.Finalizers, karpv1.TerminationFinalizer) {
+		t.Fatalf("node released while volume attachment %s remains", va.Name)
+	}
+
+	if err := admin.Delete(t.Context(), va); err != nil {
+		t.Fatal(err)
+	}
+	awaitGone(t, node)
+	awaitGone(t, nc)
+}
