@@ -7,4 +7,5 @@ func (s *Server) register() {
 	s.handleQuery(ServiceEC2, "DescribeRegions", s.describeRegions)
 	s.registerCatalog()
 	s.registerResources()
+	s.registerLaunch()
 }

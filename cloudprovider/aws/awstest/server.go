@@ -1,6 +1,7 @@
 package awstest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"encoding/xml"
@@ -59,6 +60,12 @@ type Server struct {
 	faults  []*Fault
 	calls   map[string]int
 	started time.Time
+
+	// resources holds subnets, security groups, images, capacity reservations, SSM
+	// parameters and IAM roles and instance profiles (resources*.go).
+	resources *resourceState
+	catalog   *catalogState // instance types, offerings and prices (catalog*.go)
+	launch    *launchState  // launch templates, fleets and instances (launch*.go, fleet.go, instances.go)
 }
 
 // NewServer starts an emulator on 127.0.0.1 with its built-in catalog and state.
@@ -89,7 +96,27 @@ func (s *Server) Config() aws.Config {
 		Region:       s.Region,
 		BaseEndpoint: aws.String(s.URL),
 		Credentials:  credentials.NewStaticCredentialsProvider("AKIAJOINERYTEST", "secret", ""),
+		HTTPClient:   bufferedBodyClient{next: &http.Client{}},
 	}
+}
+
+// bufferedBodyClient hands the transport its own copy of each request body. The SDK closes the
+// body it passed in as soon as Do returns, while net/http may still read it to retry on a
+// reused connection; against a server that answers in microseconds that read fails and the
+// transport drops the connection mid-answer. Real AWS is too slow to meet the race.
+type bufferedBodyClient struct{ next *http.Client }
+
+func (c bufferedBodyClient) Do(r *http.Request) (*http.Response, error) {
+	if r.Body != nil && r.Body != http.NoBody {
+		body, err := io.ReadAll(r.Body)
+		_ = r.Body.Close()
+		if err != nil {
+			return nil, fmt.Errorf("buffering the request body: %w", err)
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	}
+	return c.next.Do(r)
 }
 
 // handleQuery registers a query-protocol action.
@@ -156,10 +183,11 @@ func (s *Server) serveQuery(w http.ResponseWriter, r *http.Request, service stri
 		writeQueryError(w, service, requestID, asAPIError(err))
 		return
 	}
-	w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
-	w.Header().Set("X-Amzn-RequestId", requestID)
-	enc := xml.NewEncoder(w)
-	_, _ = io.WriteString(w, xml.Header)
+	// Encode into a buffer first: an answer the emulator cannot encode is its own bug and is
+	// reported as a 500, while a client that hung up mid-answer is nobody's error.
+	var buf bytes.Buffer
+	buf.WriteString(xml.Header)
+	enc := xml.NewEncoder(&buf)
 	root := xml.StartElement{Name: xml.Name{Local: action + "Response"}}
 	switch service {
 	case ServiceEC2:
@@ -178,8 +206,12 @@ func (s *Server) serveQuery(w http.ResponseWriter, r *http.Request, service stri
 		err = enc.Flush()
 	}
 	if err != nil {
-		panic(fmt.Sprintf("awstest: encoding %s %s: %v", service, action, err))
+		writeQueryError(w, service, requestID, &APIError{Code: "InternalError", Message: fmt.Sprintf("awstest cannot encode its %s answer: %v", action, err), Status: http.StatusInternalServerError})
+		return
 	}
+	w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
+	w.Header().Set("X-Amzn-RequestId", requestID)
+	_, _ = w.Write(buf.Bytes())
 }
 
 func (s *Server) serveJSON(w http.ResponseWriter, r *http.Request, service string, body []byte, requestID string) {
@@ -213,9 +245,16 @@ func (s *Server) serveJSON(w http.ResponseWriter, r *http.Request, service strin
 	if result == nil {
 		result = struct{}{}
 	}
-	if err := json.NewEncoder(w).Encode(result); err != nil {
-		panic(fmt.Sprintf("awstest: encoding %s %s: %v", service, operation, err))
+	body, err = json.Marshal(result)
+	if err != nil {
+		w.WriteHeader(http.StatusInternalServerError)
+		_ = json.NewEncoder(w).Encode(map[string]string{
+			"__type":  jsonErrorNamespace(service) + "#InternalError",
+			"message": fmt.Sprintf("awstest cannot encode its %s answer: %v", operation, err),
+		})
+		return
 	}
+	_, _ = w.Write(body)
 }
 
 // dispatch counts the call, applies injected faults, and runs the action with the state lock.
