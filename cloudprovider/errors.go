@@ -8,17 +8,32 @@ import (
 // InsufficientCapacityError means no offering compatible with the request could be launched
 // (none available, or the cloud refused with an insufficient-capacity answer). Callers mark the
 // offerings unavailable and try others; it is not a failure of the NodeClaim's configuration.
-type InsufficientCapacityError struct{ Err error }
+type InsufficientCapacityError struct {
+	Err error
+	// Offerings are the offerings the cloud refused, when the provider knows them; callers
+	// mark exactly these unavailable. Empty means every offering the launch could have used.
+	Offerings []OfferingKey
+}
 
 // NewInsufficientCapacityError wraps err as an InsufficientCapacityError.
-func NewInsufficientCapacityError(err error) *InsufficientCapacityError {
-	return &InsufficientCapacityError{Err: err}
+func NewInsufficientCapacityError(err error, refused ...OfferingKey) *InsufficientCapacityError {
+	return &InsufficientCapacityError{Err: err, Offerings: refused}
 }
 
 func (e *InsufficientCapacityError) Error() string {
 	return "insufficient capacity: " + errString(e.Err)
 }
 func (e *InsufficientCapacityError) Unwrap() error { return e.Err }
+
+// RefusedOfferings returns the offerings an InsufficientCapacityError in err's chain names, or
+// nil when there is none or it names none.
+func RefusedOfferings(err error) []OfferingKey {
+	var target *InsufficientCapacityError
+	if errors.As(err, &target) {
+		return target.Offerings
+	}
+	return nil
+}
 
 // IsInsufficientCapacityError reports whether err is or wraps an InsufficientCapacityError.
 func IsInsufficientCapacityError(err error) bool {

@@ -66,12 +66,16 @@ func launchFailure(err error) (reason, message string) {
 	return reasonLaunchFailed, err.Error()
 }
 
-// handleInsufficientCapacity marks the offerings the NodeClaim could have launched as unavailable,
-// so the scheduler plugin plans its pods elsewhere, and deletes the NodeClaim.
+// handleInsufficientCapacity marks the offerings the cloud refused as unavailable (or, when the
+// provider cannot say which, every offering the NodeClaim could have launched as), so the
+// scheduler plugin plans its pods elsewhere, and deletes the NodeClaim.
 func (c *Controller) handleInsufficientCapacity(ctx context.Context, nc *karpv1.NodeClaim, launchErr error) error {
-	offerings, err := c.offeringsFor(ctx, nc)
-	if err != nil {
-		return fmt.Errorf("listing offerings of nodeclaim %s after insufficient capacity: %w", nc.Name, err)
+	offerings := cloudprovider.RefusedOfferings(launchErr)
+	if len(offerings) == 0 {
+		var err error
+		if offerings, err = c.offeringsFor(ctx, nc); err != nil {
+			return fmt.Errorf("listing offerings of nodeclaim %s after insufficient capacity: %w", nc.Name, err)
+		}
 	}
 	if err := c.unavailable.MarkUnavailable(ctx, cloudprovider.UnavailableOfferingsTTL, offerings...); err != nil {
 		return fmt.Errorf("recording unavailable offerings of nodeclaim %s: %w", nc.Name, err)

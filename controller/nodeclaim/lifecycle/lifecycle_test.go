@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -246,36 +247,54 @@ func TestLaunchFailure(t *testing.T) {
 }
 
 func TestInsufficientCapacity(t *testing.T) {
-	ctx := context.Background()
-	nc := fixtures.NodeClaim("default-ice")
-	h := newHarness(t, nc)
-	h.provider.CreateErr = cloudprovider.NewInsufficientCapacityError(fixtures.ErrBoom)
-	h.mustReconcile(t, nc.Name)
+	refused := cloudprovider.OfferingKey{CapacityType: "on-demand", InstanceType: "big", Zone: "a"}
+	tests := []struct {
+		name string
+		err  error
+		// want are the offerings marked unavailable.
+		want []cloudprovider.OfferingKey
+	}{{
+		name: "the provider does not say which offerings it tried: every compatible one",
+		err:  cloudprovider.NewInsufficientCapacityError(fixtures.ErrBoom),
+		// On-demand offerings of small and big, except the one the catalog says is unavailable.
+		want: []cloudprovider.OfferingKey{
+			{CapacityType: "on-demand", InstanceType: "small", Zone: "a"},
+			{CapacityType: "on-demand", InstanceType: "small", Zone: "b"},
+			{CapacityType: "on-demand", InstanceType: "big", Zone: "a"},
+		},
+	}, {
+		name: "the provider names the refused offerings: exactly those",
+		err:  fmt.Errorf("launching: %w", cloudprovider.NewInsufficientCapacityError(fixtures.ErrBoom, refused)),
+		want: []cloudprovider.OfferingKey{refused},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			nc := fixtures.NodeClaim("default-ice")
+			h := newHarness(t, nc)
+			h.provider.CreateErr = tt.err
+			h.mustReconcile(t, nc.Name)
 
-	// The finalizer keeps the deleted NodeClaim until the termination controller releases it.
-	fixtures.Get(t, h.client, nc)
-	if nc.DeletionTimestamp == nil {
-		t.Error("nodeclaim not deleted after insufficient capacity")
+			// The finalizer keeps the deleted NodeClaim until the termination controller releases it.
+			fixtures.Get(t, h.client, nc)
+			if nc.DeletionTimestamp == nil {
+				t.Error("nodeclaim not deleted after insufficient capacity")
+			}
+			got, err := h.unavailable.Unavailable(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(tt.want) {
+				t.Errorf("unavailable offerings = %v, want %v", got, tt.want)
+			}
+			for _, key := range tt.want {
+				if until, ok := got[key]; !ok || !until.Equal(epoch.Add(3*time.Minute)) {
+					t.Errorf("offering %s unavailable until %v (%v), want %v", key, until, ok, epoch.Add(3*time.Minute))
+				}
+			}
+			wantEvents(t, fixtures.Drain(h.events.Events), fmt.Sprintf("Warning InsufficientCapacityError NodeClaim default-ice event: %s; marked %d offerings unavailable for 3m0s", tt.err.Error(), len(tt.want)))
+		})
 	}
-	got, err := h.unavailable.Unavailable(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// On-demand offerings of small and big, except the one the catalog says is unavailable.
-	want := []cloudprovider.OfferingKey{
-		{CapacityType: "on-demand", InstanceType: "small", Zone: "a"},
-		{CapacityType: "on-demand", InstanceType: "small", Zone: "b"},
-		{CapacityType: "on-demand", InstanceType: "big", Zone: "a"},
-	}
-	if len(got) != len(want) {
-		t.Errorf("unavailable offerings = %v, want %v", got, want)
-	}
-	for _, key := range want {
-		if until, ok := got[key]; !ok || !until.Equal(epoch.Add(3*time.Minute)) {
-			t.Errorf("offering %s unavailable until %v (%v), want %v", key, until, ok, epoch.Add(3*time.Minute))
-		}
-	}
-	wantEvents(t, fixtures.Drain(h.events.Events), "Warning InsufficientCapacityError NodeClaim default-ice event: insufficient capacity: boom")
 }
 
 func TestRegistrationTimeout(t *testing.T) {
