@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/aws/smithy-go"
+
+	"github.com/joinery-dev/joinery/cloudprovider/aws/awserr"
 )
 
 // NoMatchError says a part of the class resolved to nothing: no subnets, security groups or
@@ -52,18 +54,6 @@ func (c Classification) Retryable() bool {
 	return c.Class == ClassThrottled || c.Class == ClassTransient
 }
 
-var throttlingCodes = map[string]bool{
-	"RequestLimitExceeded": true, "Throttling": true, "ThrottlingException": true, "ThrottledException": true,
-	"RequestThrottled": true, "RequestThrottledException": true, "TooManyRequestsException": true,
-	"SlowDown": true, "PriorRequestNotComplete": true, "EC2ThrottledException": true,
-}
-
-var authCodes = map[string]bool{
-	"UnauthorizedOperation": true, "AuthFailure": true, "AccessDenied": true, "AccessDeniedException": true,
-	"UnrecognizedClientException": true, "InvalidClientTokenId": true, "SignatureDoesNotMatch": true,
-	"ExpiredToken": true, "ExpiredTokenException": true, "OptInRequired": true,
-}
-
 // Classify sorts an error from resolution.
 func Classify(err error) Classification {
 	var noMatch *NoMatchError
@@ -76,11 +66,12 @@ func Classify(err error) Classification {
 	}
 	code := apiErr.ErrorCode()
 	switch {
-	case throttlingCodes[code]:
+	case awserr.IsThrottled(err):
 		return Classification{Class: ClassThrottled, Code: code}
-	case authCodes[code]:
+	case awserr.IsUnauthorized(err):
 		return Classification{Class: ClassUnauthorized, Code: code}
-	case code == "NoSuchEntity" || code == "ParameterNotFound" || strings.HasSuffix(code, ".NotFound") || code == "InvalidParameters":
+	// SSM's GetParameters answers InvalidParameters for names that do not exist.
+	case awserr.IsNotFound(err) || code == "InvalidParameters":
 		return Classification{Class: ClassNotFound, Code: code}
 	case apiErr.ErrorFault() == smithy.FaultServer || code == "InternalError" || code == "ServiceUnavailable" || code == "InternalFailure":
 		return Classification{Class: ClassTransient, Code: code}
