@@ -6,9 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +23,7 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/joinery-dev/joinery/e2e/localcluster"
+	"github.com/joinery-dev/joinery/internal/testcluster"
 )
 
 // The package's one cluster, started by TestMain with every CRD in manifests/crds installed.
@@ -40,72 +39,21 @@ var (
 const cleanupTimeout = 30 * time.Second
 
 func TestMain(m *testing.M) {
-	os.Exit(runWithCluster(m))
+	os.Exit(testcluster.Main(m, &cluster, testcluster.Options{Name: "integration", Setup: setup}))
 }
 
-// runWithCluster starts the cluster, runs the tests and stops it. A failed run keeps the
-// cluster's logs and says where they are.
-func runWithCluster(m *testing.M) int {
-	root, err := localcluster.RepoRoot()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	binDir, err := localcluster.DefaultBinDir()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if err := localcluster.CheckBinaries(binDir); err != nil {
-		fmt.Fprintf(os.Stderr, "integration tests need etcd and kube-apiserver: %v\nrun `make tools` to build them (or point JOINERY_TOOLS_DIR at them)\n", err)
-		return 1
-	}
-	dir, err := os.MkdirTemp("", "joinery-integration-")
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "create cluster dir: %v\n", err)
-		return 1
-	}
-
-	code := runTests(m, root, binDir, dir)
-	if code == 0 {
-		os.RemoveAll(dir)
-	} else {
-		fmt.Fprintf(os.Stderr, "cluster logs kept in %s\n", filepath.Join(dir, "logs"))
-	}
-	return code
-}
-
-func runTests(m *testing.M, root, binDir, dir string) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	c, err := localcluster.Start(ctx, localcluster.Options{BinDir: binDir, Dir: dir, Logger: logger})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "start the local cluster: %v\n", err)
-		return 1
-	}
-	defer func() {
-		if err := c.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "stop the local cluster: %v\n", err)
-		}
-	}()
-	cluster = c
-
-	if err := c.InstallCRDs(ctx, filepath.Join(root, "manifests", "crds")); err != nil {
-		fmt.Fprintf(os.Stderr, "install CRDs: %v\n", err)
-		return 1
-	}
+// setup builds the dynamic client and the REST mapper the tests share.
+func setup(_ context.Context, _ *localcluster.Cluster) error {
+	var err error
 	if dynamicClient, err = dynamic.NewForConfig(restConfig()); err != nil {
-		fmt.Fprintf(os.Stderr, "dynamic client: %v\n", err)
-		return 1
+		return fmt.Errorf("dynamic client: %w", err)
 	}
 	discoveryClient, err := discovery.NewDiscoveryClientForConfig(restConfig())
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "discovery client: %v\n", err)
-		return 1
+		return fmt.Errorf("discovery client: %w", err)
 	}
 	restMapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discoveryClient))
-	return m.Run()
+	return nil
 }
 
 // restConfig returns a fresh copy of the cluster's admin client configuration.
