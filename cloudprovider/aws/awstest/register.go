@@ -8,4 +8,5 @@ func (s *Server) register() {
 	s.registerCatalog()
 	s.registerResources()
 	s.registerLaunch()
+	s.registerSQS()
 }

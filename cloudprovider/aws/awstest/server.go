@@ -66,6 +66,7 @@ type Server struct {
 	resources *resourceState
 	catalog   *catalogState // instance types, offerings and prices (catalog*.go)
 	launch    *launchState  // launch templates, fleets and instances (launch*.go, fleet.go, instances.go)
+	sqs       *sqsState     // queues and messages (sqs*.go)
 }
 
 // NewServer starts an emulator on 127.0.0.1 with its built-in catalog and state.
@@ -235,6 +236,9 @@ func (s *Server) serveJSON(w http.ResponseWriter, r *http.Request, service strin
 	w.Header().Set("X-Amzn-RequestId", requestID)
 	if err != nil {
 		apiErr := asAPIError(err)
+		if service == ServiceSQS {
+			w.Header().Set("X-Amzn-Query-Error", sqsQueryError(apiErr))
+		}
 		w.WriteHeader(apiErr.status())
 		_ = json.NewEncoder(w).Encode(map[string]string{
 			"__type":  jsonErrorNamespace(service) + "#" + apiErr.Code,

@@ -1,0 +1,37 @@
+package interruption
+
+import (
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/joinery-dev/joinery/controller/state"
+)
+
+// EventSource is the component the controller's events are reported from, Karpenter's.
+const EventSource = "karpenter"
+
+// SetupOptions configure Setup.
+type SetupOptions struct {
+	// Queue is the --interruption-queue name; Setup does nothing when it is empty.
+	Queue string
+	// Namespace holds the unavailable-offerings ConfigMap (the controller's namespace).
+	Namespace string
+}
+
+// Setup adds the interruption controller to mgr when a queue is configured. cfg is the AWS
+// configuration the AWS provider uses (region, credentials, endpoint).
+func Setup(mgr ctrl.Manager, cfg aws.Config, opts SetupOptions) error {
+	if opts.Queue == "" {
+		return nil
+	}
+	unavailable := state.NewUnavailableOfferings(mgr.GetClient(), mgr.GetAPIReader(), opts.Namespace, clock.RealClock{})
+	c := New(mgr.GetClient(), sqs.NewFromConfig(cfg), unavailable, mgr.GetEventRecorder(EventSource), Options{Queue: opts.Queue})
+	if err := mgr.Add(c); err != nil {
+		return fmt.Errorf("setting up %s: %w", Name, err)
+	}
+	return nil
+}
