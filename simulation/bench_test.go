@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
 
 // benchCluster is 100 nodes in three zones running 1000 pods: on each node one app=nginx
@@ -37,8 +39,10 @@ var benchPods = map[string]*corev1.Pod{
 	"constrained": testPod("bench", "1", "1Gi", labelled("app", "bench"), spread(zoneLabel, "bench"), antiAffine(corev1.LabelHostname, "bench")),
 }
 
-// BenchmarkCheckPredicates measures one node's Filters with PreFilter cached ("cached") and
-// with PreFilter rerun each time, as after a change to the snapshot ("prefilter").
+// BenchmarkCheckPredicates measures one node's Filters for a pod whose class's PreFilter
+// state is current ("cached"); after a pod of the class was added to the snapshot, so the
+// state follows the change through the plugins' PreFilterExtensions ("after-add"); and with
+// PreFilter run from scratch, as kube-scheduler runs it once per cycle ("full").
 func BenchmarkCheckPredicates(b *testing.B) {
 	engine, names := benchCluster(b)
 	for _, kind := range []string{"plain", "constrained"} {
@@ -48,10 +52,33 @@ func BenchmarkCheckPredicates(b *testing.B) {
 				engine.CheckPredicates(b.Context(), pod, names[i%len(names)])
 			}
 		})
-		b.Run(kind+"/prefilter", func(b *testing.B) {
+		b.Run(kind+"/after-add", func(b *testing.B) {
+			pod := benchPods[kind]
+			engine.Fork()
 			for i := 0; b.Loop(); i++ {
-				// A new object makes the cached PreFilter outcome inapplicable.
-				engine.CheckPredicates(b.Context(), benchPods[kind].DeepCopy(), names[i%len(names)])
+				b.StopTimer()
+				added := pod.DeepCopy()
+				added.Name, added.UID = fmt.Sprintf("added-%d", i), types.UID(fmt.Sprintf("added-%d", i))
+				if err := engine.Snapshot().AddPod(added, names[i%len(names)]); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				engine.CheckPredicates(b.Context(), pod, names[(i+1)%len(names)])
+			}
+			b.StopTimer()
+			if err := engine.Revert(); err != nil {
+				b.Fatal(err)
+			}
+		})
+		b.Run(kind+"/full", func(b *testing.B) {
+			pod := benchPods[kind]
+			for i := 0; b.Loop(); i++ {
+				state := framework.NewCycleState()
+				if _, status, _ := engine.Framework().RunPreFilterPlugins(b.Context(), state, pod); !status.IsSuccess() {
+					b.Fatal(status)
+				}
+				ni, _ := engine.Snapshot().Get(names[i%len(names)])
+				engine.Framework().RunFilterPlugins(b.Context(), state, pod, ni)
 			}
 		})
 	}

@@ -19,7 +19,7 @@ func (e *Engine) CheckPredicates(ctx context.Context, pod *corev1.Pod, nodeName 
 	if !pf.status.IsSuccess() {
 		return pf.status
 	}
-	return e.filter(ctx, pf, pod, nodeName)
+	return e.filter(ctx, pf, pod, nodeName, false)
 }
 
 // FitsAny returns the first node of nodeNames, in their order, that pod fits. Filters run in
@@ -31,6 +31,49 @@ func (e *Engine) FitsAny(ctx context.Context, pod *corev1.Pod, nodeNames []strin
 	if !pf.status.IsSuccess() {
 		return "", pf.status
 	}
+	found, statuses, err := e.firstFit(ctx, pf, pod, nodeNames, false)
+	switch {
+	case err != nil:
+		return "", err
+	case found >= 0:
+		return nodeNames[found], nil
+	}
+	return "", summarize(pod, nodeNames, statuses)
+}
+
+// FirstFit is FitsAny for callers that need no explanation: it returns the index of the
+// first node of nodeNames that pod fits, or -1, and an error only when a plugin failed. When
+// spreadRejected is not nil (one entry per node), it marks the nodes before the first fit
+// that PodTopologySpread's numbers rejected: they stay rejected while SpreadEpoch(pod) is
+// unchanged and their labels are.
+func (e *Engine) FirstFit(ctx context.Context, pod *corev1.Pod, nodeNames []string, spreadRejected []bool) (int, error) {
+	pf := e.preFilter(ctx, pod)
+	switch {
+	case pf.status.Code() == fwk.Error:
+		return -1, pf.status.AsError()
+	case !pf.status.IsSuccess():
+		return -1, nil
+	}
+	found, statuses, status := e.firstFit(ctx, pf, pod, nodeNames, true)
+	if status != nil {
+		return -1, status.AsError()
+	}
+	if spreadRejected != nil {
+		end := found
+		if found < 0 {
+			end = len(nodeNames)
+		}
+		for i := range end {
+			spreadRejected[i] = statuses[i] == viewRejected
+		}
+	}
+	return found, nil
+}
+
+// firstFit runs the Filters of nodeNames in parallel, skipping nodes after a fitting one. It
+// returns the first fitting node's index (or -1) and every node's status, or the status of
+// a plugin error. With quiet set the rejections' statuses may be shared (see filter).
+func (e *Engine) firstFit(ctx context.Context, pf *classState, pod *corev1.Pod, nodeNames []string, quiet bool) (int, []*fwk.Status, *fwk.Status) {
 	statuses := make([]*fwk.Status, len(nodeNames))
 	done := make([]bool, len(nodeNames))
 	firstFit := atomic.Int64{}
@@ -39,7 +82,7 @@ func (e *Engine) FitsAny(ctx context.Context, pod *corev1.Pod, nodeNames []strin
 		if int64(i) > firstFit.Load() {
 			return // an earlier node fits already
 		}
-		statuses[i], done[i] = e.filter(ctx, pf, pod, nodeNames[i]), true
+		statuses[i], done[i] = e.filter(ctx, pf, pod, nodeNames[i], quiet), true
 		if statuses[i].IsSuccess() {
 			for {
 				current := firstFit.Load()
@@ -53,14 +96,14 @@ func (e *Engine) FitsAny(ctx context.Context, pod *corev1.Pod, nodeNames []strin
 	for i := range nodeNames {
 		switch {
 		case !done[i]: // the parallelizer stops early only when ctx ends
-			return "", fwk.AsStatus(fmt.Errorf("filtering node %q: %w", nodeNames[i], context.Cause(ctx)))
+			return -1, nil, fwk.AsStatus(fmt.Errorf("filtering node %q: %w", nodeNames[i], context.Cause(ctx)))
 		case statuses[i].IsSuccess():
-			return nodeNames[i], nil
+			return i, statuses, nil
 		case statuses[i].Code() == fwk.Error:
-			return "", statuses[i]
+			return -1, nil, statuses[i]
 		}
 	}
-	return "", summarize(pod, nodeNames, statuses)
+	return -1, statuses, nil
 }
 
 // FilterNodes returns the Filter status of pod on each of nodeNames (nil where it fits).
@@ -74,7 +117,7 @@ func (e *Engine) FilterNodes(ctx context.Context, pod *corev1.Pod, nodeNames []s
 		return statuses
 	}
 	e.forEach(ctx, len(nodeNames), func(i int) {
-		statuses[i] = e.filter(ctx, pf, pod, nodeNames[i])
+		statuses[i] = e.filter(ctx, pf, pod, nodeNames[i], false)
 	})
 	return statuses
 }
@@ -88,11 +131,15 @@ func (e *Engine) SchedulePod(ctx context.Context, pod *corev1.Pod, nodeName stri
 	if !pf.status.IsSuccess() {
 		return pf.status
 	}
-	if status := e.filter(ctx, pf, pod, nodeName); !status.IsSuccess() {
+	if status := e.filter(ctx, pf, pod, nodeName, false); !status.IsSuccess() {
 		return status
 	}
-	// Reserve may write to the state; the cached one serves later checks of this pod.
-	state := pf.state.Clone()
+	// Reserve may write to the state, which the class's other pods share: it gets a copy,
+	// unless every Reserve plugin is known to leave the state of such a pod alone.
+	state := pf.state
+	if !e.reserveReadOnly || hasReserveSideEffects(pod) {
+		state = pf.state.Clone()
+	}
 	if err := e.snapshot.AddPod(pod, nodeName); err != nil {
 		return fwk.AsStatus(err)
 	}
@@ -103,19 +150,48 @@ func (e *Engine) SchedulePod(ctx context.Context, pod *corev1.Pod, nodeName stri
 		}
 		return status
 	}
+	if hasReserveSideEffects(pod) {
+		e.snapshot.MarkOpaque()
+	}
 	undoCtx := context.WithoutCancel(ctx)
 	e.snapshot.OnUndo(func() { e.fw.RunReservePluginsUnreserve(undoCtx, state, pod, nodeName) })
 	return nil
 }
 
-// filter runs the Filters of one node, honouring the PreFilter result's node set.
-func (e *Engine) filter(ctx context.Context, pf *preFiltered, pod *corev1.Pod, nodeName string) *fwk.Status {
+// hasReserveSideEffects reports whether Reserve of pod may change what PreFilter computes for
+// other pods: VolumeBinding assumes volumes for its claims, DynamicResources allocates its
+// resource claims.
+func hasReserveSideEffects(pod *corev1.Pod) bool {
+	if len(pod.Spec.ResourceClaims) > 0 {
+		return true
+	}
+	for i := range pod.Spec.Volumes {
+		if pod.Spec.Volumes[i].PersistentVolumeClaim != nil || pod.Spec.Volumes[i].Ephemeral != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// viewRejected stands for a node PodTopologySpread's numbers reject when the caller only
+// needs to know that it was rejected (FirstFit); it never leaves the engine.
+var viewRejected = spreadRejection()
+
+// filter runs the Filters of one node, honouring the PreFilter result's node set. quiet
+// callers discard rejections, which may then share one status.
+func (e *Engine) filter(ctx context.Context, pf *classState, pod *corev1.Pod, nodeName string, quiet bool) *fwk.Status {
 	if !pf.result.AllNodes() && !pf.result.NodeNames.Has(nodeName) {
 		return preFilterExcluded(pf.pluginsWithNodes)
 	}
 	nodeInfo, err := e.snapshot.Get(nodeName)
 	if err != nil {
 		return fwk.AsStatus(err)
+	}
+	if pf.view != nil && pf.view.rejects(nodeInfo.Node()) {
+		if quiet {
+			return viewRejected
+		}
+		return spreadRejection()
 	}
 	return e.fw.RunFilterPlugins(ctx, pf.state, pod, nodeInfo)
 }

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
-	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/parallelize"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 )
 
@@ -21,17 +21,20 @@ type Engine struct {
 	snapshot     *Snapshot
 	parallelizer parallelize.Parallelizer
 	parallelism  int
-	preFilters   map[types.UID]*preFiltered
-}
 
-// preFiltered is a pod's PreFilter outcome for one snapshot generation.
-type preFiltered struct {
-	pod              *corev1.Pod // the exact object PreFilter ran on
-	generation       uint64
-	state            fwk.CycleState
-	result           *fwk.PreFilterResult
-	status           *fwk.Status
-	pluginsWithNodes []string
+	preFilterPlugins []preFilterPlugin
+	// rolesKnown: every PreFilter plugin has a known role, so states can follow changes.
+	rolesKnown bool
+	// spreadPlugin: PodTopologySpread is one of them.
+	spreadPlugin bool
+	// reserveReadOnly: every Reserve plugin is an in-tree one that, for a pod without volumes
+	// and resource claims, changes nothing in the cycle state that another pod of the class
+	// would see (VolumeBinding only notes that all volumes are bound), so SchedulePod need
+	// not copy the state.
+	reserveReadOnly bool
+	classes         map[string]*classState
+	keys            map[*corev1.Pod]string
+	epochs          uint64 // last stable epoch handed out (classState.stableEpoch)
 }
 
 // NewEngine builds the profile's framework over snapshot (see NewFramework for the
@@ -42,7 +45,11 @@ func NewEngine(ctx context.Context, snapshot *Snapshot, profile *config.KubeSche
 		return nil, errors.New("engine needs a snapshot")
 	}
 	opts.Snapshot = snapshot
-	fw, err := NewFramework(ctx, profile, outOfTree, opts)
+	fw, built, err := newFramework(ctx, profile, outOfTree, opts)
+	if err != nil {
+		return nil, err
+	}
+	preFilterPlugins, rolesKnown, err := preFilterPluginsOf(fw, built)
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +62,15 @@ func NewEngine(ctx context.Context, snapshot *Snapshot, profile *config.KubeSche
 		snapshot:     snapshot,
 		parallelizer: parallelize.NewParallelizer(parallelism),
 		parallelism:  parallelism,
-		preFilters:   make(map[types.UID]*preFiltered),
+
+		preFilterPlugins: preFilterPlugins,
+		rolesKnown:       rolesKnown,
+		spreadPlugin:     slices.ContainsFunc(preFilterPlugins, func(p preFilterPlugin) bool { return p.role == roleSpread }),
+		reserveReadOnly: !slices.ContainsFunc(fw.ListPlugins().Reserve.Enabled, func(p config.Plugin) bool {
+			return p.Name != names.VolumeBinding && p.Name != names.DynamicResources
+		}),
+		classes: map[string]*classState{},
+		keys:    map[*corev1.Pod]string{},
 	}, nil
 }
 
@@ -78,31 +93,11 @@ func (e *Engine) Commit() error { return e.snapshot.Commit() }
 
 // Reset loads new cluster state into the snapshot, undoing every reservation first.
 func (e *Engine) Reset(nodes []*corev1.Node, pods []*corev1.Pod) error {
-	clear(e.preFilters)
+	clear(e.classes)
+	clear(e.keys)
 	return e.snapshot.Reset(nodes, pods)
 }
 
-// Forget drops the cached PreFilter outcome of a pod the caller is done with.
-func (e *Engine) Forget(pod *corev1.Pod) { delete(e.preFilters, pod.UID) }
-
-// preFilter returns pod's PreFilter outcome for the current snapshot generation, running
-// PreFilter only when the snapshot changed since the last run for this pod object. Revert
-// restores the generation, so the outcomes of pods not checked inside the fork are reused.
-func (e *Engine) preFilter(ctx context.Context, pod *corev1.Pod) *preFiltered {
-	generation := e.snapshot.Generation()
-	if pf, ok := e.preFilters[pod.UID]; ok && pf.pod == pod && pf.generation == generation {
-		return pf
-	}
-	state := framework.NewCycleState()
-	result, status, withNodes := e.fw.RunPreFilterPlugins(ctx, state, pod)
-	pf := &preFiltered{
-		pod:              pod,
-		generation:       generation,
-		state:            state,
-		result:           result,
-		status:           status,
-		pluginsWithNodes: sortedList(withNodes),
-	}
-	e.preFilters[pod.UID] = pf
-	return pf
-}
+// Forget drops the cached class key of a pod object the caller is done with; the PreFilter
+// state of its class stays for the class's other pods.
+func (e *Engine) Forget(pod *corev1.Pod) { delete(e.keys, pod) }

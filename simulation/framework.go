@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	clientset "k8s.io/client-go/kubernetes"
@@ -45,14 +46,21 @@ type FrameworkOptions struct {
 // in-tree registry merged with outOfTree (the plugins compiled into the binary), minus the
 // excluded plugins.
 func NewFramework(ctx context.Context, profile *config.KubeSchedulerProfile, outOfTree frameworkruntime.Registry, opts FrameworkOptions) (framework.Framework, error) {
+	fw, _, err := newFramework(ctx, profile, outOfTree, opts)
+	return fw, err
+}
+
+// newFramework is NewFramework that also returns the plugin instances it built, by name, so
+// the engine can run one plugin's PreFilter or PreFilterExtensions on its own.
+func newFramework(ctx context.Context, profile *config.KubeSchedulerProfile, outOfTree frameworkruntime.Registry, opts FrameworkOptions) (framework.Framework, map[string]fwk.Plugin, error) {
 	if profile == nil {
-		return nil, errors.New("scheduler profile is nil")
+		return nil, nil, errors.New("scheduler profile is nil")
 	}
 	if opts.Client == nil || opts.InformerFactory == nil {
-		return nil, errors.New("a client and an informer factory are required")
+		return nil, nil, errors.New("a client and an informer factory are required")
 	}
 	if opts.Snapshot == nil {
-		return nil, errors.New("a snapshot is required")
+		return nil, nil, errors.New("a snapshot is required")
 	}
 	// The framework instruments its plugins with the scheduler's metrics, which must exist
 	// (registration is idempotent; kube-scheduler does it at start-up).
@@ -65,7 +73,7 @@ func NewFramework(ctx context.Context, profile *config.KubeSchedulerProfile, out
 
 	registry := plugins.NewInTreeRegistry()
 	if err := registry.Merge(outOfTree); err != nil {
-		return nil, fmt.Errorf("merging out-of-tree plugins: %w", err)
+		return nil, nil, fmt.Errorf("merging out-of-tree plugins: %w", err)
 	}
 	for _, name := range exclude {
 		delete(registry, name)
@@ -76,7 +84,7 @@ func NewFramework(ctx context.Context, profile *config.KubeSchedulerProfile, out
 	if draManager == nil && utilfeature.DefaultFeatureGate.Enabled(features.DynamicResourceAllocation) {
 		var err error
 		if draManager, err = newDRAManager(ctx, opts.Client, opts.InformerFactory); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 
@@ -94,11 +102,21 @@ func NewFramework(ctx context.Context, profile *config.KubeSchedulerProfile, out
 	if pgm, ok := opts.Snapshot.(fwk.PodGroupManager); ok {
 		frameworkOpts = append(frameworkOpts, frameworkruntime.WithPodGroupManager(pgm))
 	}
+	built := map[string]fwk.Plugin{}
+	for name, factory := range registry {
+		registry[name] = func(ctx context.Context, args runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+			p, err := factory(ctx, args, h)
+			if err == nil {
+				built[name] = p
+			}
+			return p, err
+		}
+	}
 	fw, err := frameworkruntime.NewFramework(ctx, registry, profile, frameworkOpts...)
 	if err != nil {
-		return nil, fmt.Errorf("building framework for profile %q: %w", profile.SchedulerName, err)
+		return nil, nil, fmt.Errorf("building framework for profile %q: %w", profile.SchedulerName, err)
 	}
-	return fw, nil
+	return fw, built, nil
 }
 
 // newDRAManager mirrors kube-scheduler's construction so DynamicResources sees the same claims,

@@ -92,12 +92,15 @@ func TestNewFrameworkExcludesTheProvisioner(t *testing.T) {
 	}
 }
 
-func TestPreFilterRunsOncePerPodAndGeneration(t *testing.T) {
+// With a PreFilter plugin of unknown role (the counter), a class's PreFilter reruns whenever
+// the snapshot's content changed since it ran, and is shared by the pods of the class.
+func TestPreFilterRunsOncePerClassAndContent(t *testing.T) {
 	c := &counter{}
 	engine := newTestEngine(t, []*corev1.Node{testNode("new-1", "8", "16Gi"), testNode("new-2", "8", "16Gi")}, nil, profileWithOutOfTree(t), outOfTree(c))
 	ctx := t.Context()
-	pod := testPod("web", "1", "1Gi")
-	other := testPod("api", "1", "1Gi")
+	pod := testPod("web", "1", "1Gi", labelled("app", "web"))
+	sibling := testPod("web-2", "1", "1Gi", labelled("app", "web"))
+	other := testPod("api", "1", "1Gi", labelled("app", "api"))
 	check := func(p *corev1.Pod, node string) func() {
 		return func() { engine.CheckPredicates(ctx, p, node) }
 	}
@@ -107,23 +110,24 @@ func TestPreFilterRunsOncePerPodAndGeneration(t *testing.T) {
 		want int32 // PreFilter calls so far
 	}{
 		{"first check", check(pod, "new-1"), 1},
-		{"same generation, other node", check(pod, "new-2"), 1},
-		{"same generation, FitsAny", func() { engine.FitsAny(ctx, pod, []string{"new-1", "new-2"}) }, 1},
-		{"other pod", check(other, "new-1"), 2},
+		{"same content, other node", check(pod, "new-2"), 1},
+		{"same content, FitsAny", func() { engine.FitsAny(ctx, pod, []string{"new-1", "new-2"}) }, 1},
+		{"a pod of the same class", check(sibling, "new-1"), 1},
+		{"other class", check(other, "new-1"), 2},
 		{"fork changes nothing", func() { engine.Fork(); check(pod, "new-1")() }, 2},
 		{"added node", func() {
 			must(t, engine.Snapshot().AddNode(testNode("new-3", "8", "16Gi")))
 			check(pod, "new-3")()
 		}, 3},
-		// The pre-fork generation is back: the other pod's outcome is valid again; pod's
-		// cache entry is the fork's, so pod runs PreFilter again.
-		{"revert, other pod", func() { must(t, engine.Revert()); check(other, "new-1")() }, 3},
-		{"revert, pod checked in the fork", check(pod, "new-1"), 4},
+		// The pre-fork content is back: the other class's outcome is valid again; pod's
+		// class was computed in the fork, so it runs PreFilter again.
+		{"revert, other class", func() { must(t, engine.Revert()); check(other, "new-1")() }, 3},
+		{"revert, class checked in the fork", check(pod, "new-1"), 4},
 		{"planned pod", func() {
 			must(t, engine.Snapshot().AddPod(testPod("planned", "1", "1Gi"), "new-1"))
 			check(pod, "new-1")()
 		}, 5},
-		{"another object with the same UID", check(pod.DeepCopy(), "new-1"), 6},
+		{"another object of the same class", check(pod.DeepCopy(), "new-1"), 5},
 	}
 	for _, step := range steps {
 		step.do()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
 )
 
 // ReplaceNode swaps the Node object of a node in the snapshot, keeping its pods: the solver
@@ -14,7 +15,11 @@ func (s *Snapshot) ReplaceNode(node *corev1.Node) error {
 	if err != nil {
 		return fmt.Errorf("replacing node: %w", err)
 	}
+	entry := logEntry{kind: logNodeReplaced, prev: s.viewOf(ni), node: nodeView(node)}
+	entry.pods = make([]fwk.PodInfo, len(ni.Pods))
+	copy(entry.pods, ni.Pods)
 	ni.SetNode(node)
 	s.bump()
+	s.record(entry)
 	return nil
 }

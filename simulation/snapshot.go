@@ -27,6 +27,12 @@ type Snapshot struct {
 
 	journal []change
 	forks   []fork
+	// log lists the changes to the content since the last Reset, oldest first; Revert drops
+	// the reverted ones. The engine replays it onto cached PreFilter states (see prefilter.go).
+	log []logEntry
+	// epoch counts Resets, so cached states from before one are never replayed.
+	epoch uint64
+	views map[*corev1.Node]fwk.NodeInfo
 	// permanentUndo are undo callbacks of changes made outside any fork (or committed down
 	// to it); Reset runs them, so plugin bookkeeping (assumed volumes, claims) never outlives
 	// the content it was made for.
@@ -46,6 +52,7 @@ type Snapshot struct {
 
 type fork struct {
 	journalLen int
+	logLen     int
 	generation uint64
 	// owned are the nodes this layer has already copied, which it may change in place.
 	owned map[string]struct{}
@@ -99,6 +106,10 @@ func (s *Snapshot) Reset(nodes []*corev1.Node, pods []*corev1.Pod) error {
 	s.index = make(map[string]int, len(nodes))
 	s.pvcRefs = map[string]int{}
 	s.journal, s.forks = nil, nil
+	clear(s.log)
+	s.log = s.log[:0]
+	clear(s.views)
+	s.epoch++
 	s.bump()
 	for _, node := range nodes {
 		if err := s.AddNode(node); err != nil {
@@ -126,12 +137,20 @@ func terminated(pod *corev1.Pod) bool {
 // Generation identifies the snapshot's content; see Snapshot.
 func (s *Snapshot) Generation() uint64 { return s.generation }
 
+// permanentLen is the number of log entries no Revert can drop.
+func (s *Snapshot) permanentLen() int {
+	if len(s.forks) == 0 {
+		return len(s.log)
+	}
+	return s.forks[0].logLen
+}
+
 // Depth is the number of open forks.
 func (s *Snapshot) Depth() int { return len(s.forks) }
 
 // Fork starts a layer of changes that Revert can undo.
 func (s *Snapshot) Fork() {
-	s.forks = append(s.forks, fork{journalLen: len(s.journal), generation: s.generation})
+	s.forks = append(s.forks, fork{journalLen: len(s.journal), logLen: len(s.log), generation: s.generation})
 }
 
 // Revert undoes every change since the last Fork, last change first.
@@ -145,6 +164,8 @@ func (s *Snapshot) Revert() error {
 		s.journal[i] = change{} // release references
 	}
 	s.journal = s.journal[:top.journalLen]
+	clear(s.log[top.logLen:])
+	s.log = s.log[:top.logLen]
 	s.forks = s.forks[:len(s.forks)-1]
 	s.generation = top.generation
 	return nil
@@ -198,6 +219,7 @@ func (s *Snapshot) AddNode(node *corev1.Node) error {
 		top.own(node.Name)
 	}
 	s.bump()
+	s.record(logEntry{kind: logNodeAdded, node: s.viewOf(ni)})
 	return nil
 }
 
@@ -221,6 +243,7 @@ func (s *Snapshot) RemoveNode(name string) error {
 		s.journal = append(s.journal, change{kind: nodeRemoved, node: name, prev: ni, index: i})
 	}
 	s.bump()
+	s.record(logEntry{kind: logOpaque})
 	return nil
 }
 
@@ -239,9 +262,13 @@ func (s *Snapshot) AddPod(pod *corev1.Pod, nodeName string) error {
 		assigned.Spec.NodeName = nodeName
 		pod = &assigned
 	}
-	ni.AddPod(pod)
+	// As NodeInfo.AddPod does, an affinity term that does not parse is ignored (the API
+	// server does not validate them all); the PodInfo is kept for the log.
+	podInfo, _ := framework.NewPodInfo(pod)
+	ni.AddPodInfo(podInfo)
 	s.countPVCs(pod, 1)
 	s.bump()
+	s.record(logEntry{kind: logPodAdded, pod: podInfo, node: s.viewOf(ni)})
 	return nil
 }
 
@@ -251,11 +278,19 @@ func (s *Snapshot) RemovePod(pod *corev1.Pod, nodeName string) error {
 	if err != nil {
 		return err
 	}
+	var removed fwk.PodInfo
+	for _, p := range ni.Pods {
+		if p.GetPod().UID == pod.UID {
+			removed = p
+			break
+		}
+	}
 	if err := ni.RemovePod(klog.Background(), pod); err != nil {
 		return fmt.Errorf("removing pod from snapshot: %w", err)
 	}
 	s.countPVCs(pod, -1)
 	s.bump()
+	s.record(logEntry{kind: logPodRemoved, pod: removed, node: s.viewOf(ni)})
 	return nil
 }
 

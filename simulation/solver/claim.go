@@ -37,6 +37,9 @@ type claim struct {
 	labels   map[string]string // labels on the concrete node besides reqs'
 	// current caches nodeLabels(reqs).
 	current map[string]string
+	// labelsVersion counts the changes of reqs, so marks made for the node's old labels
+	// (memo.spread) are recognised as outdated.
+	labelsVersion int
 }
 
 // currentLabels are the labels of the claim's node as it is in the snapshot.
@@ -49,6 +52,9 @@ func (c *claim) currentLabels() map[string]string {
 
 // setRequirements narrows the claim's requirements (its node was updated to match).
 func (c *claim) setRequirements(reqs scheduling.Requirements) {
+	if len(reqs) != len(c.reqs) || !sameRequirements(reqs, c.reqs) {
+		c.labelsVersion++
+	}
 	c.reqs = reqs
 	c.current = nil
 }

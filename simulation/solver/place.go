@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
-	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/scheduling"
@@ -23,6 +22,23 @@ type memo struct {
 	// noNew, when set, is why no new NodeClaim can take a monotone attempt.
 	noNew string
 	pools map[*pool]*poolFit
+	// shapes are the new-node shapes per NodePool and open keys (see newShapes).
+	shapes map[*pool]map[string][]newShape
+	// spread marks the claims PodTopologySpread's numbers rejected for a non-monotone
+	// attempt; a mark holds while the engine's SpreadEpoch and the claim's labels do.
+	spread map[int]spreadMark
+}
+
+type spreadMark struct {
+	epoch         uint64
+	labelsVersion int
+}
+
+// spreadRejects reports whether claim c is still rejected by the spread of an attempt whose
+// current epoch is epoch.
+func (m *memo) spreadRejects(c *claim, epoch uint64) bool {
+	mark, ok := m.spread[c.index]
+	return ok && epoch != 0 && mark.epoch == epoch && mark.labelsVersion == c.labelsVersion
 }
 
 func (m *memo) hasFailed(i int) bool { return i < len(m.failed) && m.failed[i] }
@@ -37,7 +53,7 @@ func (m *memo) fail(i int) {
 func (r *run) memo(key string) *memo {
 	m, ok := r.memos[key]
 	if !ok {
-		m = &memo{pools: map[*pool]*poolFit{}}
+		m = &memo{pools: map[*pool]*poolFit{}, shapes: map[*pool]map[string][]newShape{}, spread: map[int]spreadMark{}}
 		r.memos[key] = m
 	}
 	return m
@@ -81,20 +97,65 @@ type candidate struct {
 	merged scheduling.Requirements
 	its    cloudprovider.InstanceTypes
 	open   []string
+	// narrowed: merged adds the attempt's requirements to the claim's (else it is c.reqs).
+	narrowed bool
 }
 
 // tryClaims tries the claims that exist, in order (a pod's earlier in-flight NodeClaim
-// first). Claims whose node needs no new labels go to the Filters together (FitsAny, in
-// parallel); the others are tried one by one with their open labels narrowed.
+// first). Claims whose node needs no new labels go to the Filters in growing chunks
+// (FirstFit, in parallel), so a pod that fits an early claim never looks at the later ones;
+// the others are tried one by one with their open labels narrowed, after every direct
+// candidate failed.
 func (r *run) tryClaims(ctx context.Context, pod *corev1.Pod, a attempt, m *memo, req vec) (bool, error) {
-	var direct, relabel []candidate
 	open := r.openKeys(a)
 	order := r.claims
 	if c, ok := r.plannedOn[pod.UID]; ok {
 		order = append([]*claim{c}, slices.DeleteFunc(slices.Clone(order), func(x *claim) bool { return x == c })...)
 	}
+	direct, names, relabel := r.directBuf[:0], r.namesBuf[:0], r.relabelBuf[:0]
+	defer func() {
+		clear(direct)
+		clear(relabel)
+		r.directBuf, r.namesBuf, r.relabelBuf = direct[:0], names[:0], relabel[:0]
+	}()
+	// A non-monotone attempt skips the claims the spread rejected while that still holds.
+	var epoch uint64
+	if !a.monotone {
+		epoch = r.engine.SpreadEpoch(ctx, a.pod)
+	}
+	var marks []bool
+	chunk := firstChunk
+	flush := func() (bool, error) {
+		if epoch != 0 {
+			marks = append(marks[:0], make([]bool, len(names))...)
+		}
+		found, err := r.engine.FirstFit(ctx, a.pod, names, marks)
+		if err != nil {
+			return false, fmt.Errorf("checking pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		if found < 0 {
+			found = len(direct)
+		}
+		if a.monotone {
+			for _, cand := range direct[:found] {
+				m.fail(cand.c.index)
+			}
+		}
+		for i, marked := range marks[:min(found, len(marks))] {
+			if marked {
+				c := direct[i].c
+				m.spread[c.index] = spreadMark{epoch: epoch, labelsVersion: c.labelsVersion}
+			}
+		}
+		if found < len(direct) {
+			return true, r.commit(ctx, pod, direct[found], direct[found].merged)
+		}
+		direct, names = direct[:0], names[:0]
+		chunk = min(2*chunk, maxChunk)
+		return false, nil
+	}
 	for _, c := range order {
-		if m.hasFailed(c.index) {
+		if m.hasFailed(c.index) || m.spreadRejects(c, epoch) {
 			continue
 		}
 		cand, ok := r.admits(c, a, req, open)
@@ -102,34 +163,22 @@ func (r *run) tryClaims(ctx context.Context, pod *corev1.Pod, a attempt, m *memo
 			m.fail(c.index) // requirements only narrow and requests only grow
 			continue
 		}
-		if r.needsLabels(c, cand.merged, cand.open) {
+		if r.needsLabels(c, cand) {
 			if c.inFlight == nil {
 				relabel = append(relabel, cand)
 			}
 			continue
 		}
-		direct = append(direct, cand)
+		direct, names = append(direct, cand), append(names, c.name)
+		if len(direct) == chunk {
+			if placed, err := flush(); err != nil || placed {
+				return placed, err
+			}
+		}
 	}
 	if len(direct) > 0 {
-		names := make([]string, len(direct))
-		for i, cand := range direct {
-			names[i] = cand.c.name
-		}
-		name, status := r.engine.FitsAny(ctx, a.pod, names)
-		found := slices.Index(names, name)
-		if name == "" {
-			found = len(names)
-			if status.Code() == fwk.Error {
-				return false, fmt.Errorf("checking pod %s/%s: %w", pod.Namespace, pod.Name, status.AsError())
-			}
-		}
-		if a.monotone {
-			for _, cand := range direct[:found] {
-				m.fail(cand.c.index)
-			}
-		}
-		if found < len(direct) {
-			return true, r.commit(ctx, pod, direct[found], direct[found].merged)
+		if placed, err := flush(); err != nil || placed {
+			return placed, err
 		}
 	}
 	for _, cand := range relabel {
@@ -144,6 +193,13 @@ func (r *run) tryClaims(ctx context.Context, pod *corev1.Pod, a attempt, m *memo
 	return false, nil
 }
 
+// Chunks of direct candidates start small, since most pods fit one of the first claims, and
+// grow so that a long scan still runs its Filters in parallel.
+const (
+	firstChunk = 8
+	maxChunk   = 256
+)
+
 // admits checks, with the requirements algebra and resource arithmetic only, whether claim c
 // could take attempt a; the Filters decide after.
 func (r *run) admits(c *claim, a attempt, req vec, open []string) (candidate, bool) {
@@ -153,6 +209,7 @@ func (r *run) admits(c *claim, a attempt, req vec, open []string) (candidate, bo
 	}
 	cand := candidate{c: c, merged: c.reqs, its: c.its, open: open}
 	if len(a.reqs) > 0 {
+		cand.narrowed = true
 		if c.reqs.Compatible(a.reqs, scheduling.WellKnownLabels) != nil {
 			return candidate{}, false
 		}
@@ -204,10 +261,11 @@ func (r *run) openKeys(a attempt) []string {
 // needsLabels reports whether the claim's node must change before the Filters can judge the
 // attempt: a label merged decides differs from the node's, or a key the attempt looks at is
 // still open.
-func (r *run) needsLabels(c *claim, merged scheduling.Requirements, open []string) bool {
+func (r *run) needsLabels(c *claim, cand candidate) bool {
+	merged, open := cand.merged, cand.open
 	current := c.currentLabels()
 	desired := current
-	if len(merged) != len(c.reqs) || !sameRequirements(merged, c.reqs) {
+	if cand.narrowed && (len(merged) != len(c.reqs) || !sameRequirements(merged, c.reqs)) {
 		desired = c.nodeLabels(merged)
 		for k, v := range desired {
 			if current[k] != v {
@@ -394,7 +452,7 @@ func (r *run) tryNew(ctx context.Context, pod *corev1.Pod, a attempt, m *memo, r
 			reasons = append(reasons, fmt.Sprintf("nodepool %q: limits reached", p.np.Name))
 			continue
 		}
-		placed, why, err := r.tryNewOf(ctx, pod, a, p, f.merged, its, req)
+		placed, why, err := r.tryNewOf(ctx, pod, a, m, p, f.merged, its, req)
 		if err != nil || placed {
 			return placed, "", err
 		}
@@ -403,10 +461,27 @@ func (r *run) tryNew(ctx context.Context, pod *corev1.Pod, a attempt, m *memo, r
 	return false, strings.Join(reasons, "; "), nil
 }
 
-// tryNewOf tries a new node of NodePool p for each combination of the open labels.
-func (r *run) tryNewOf(ctx context.Context, pod *corev1.Pod, a attempt, p *pool, merged scheduling.Requirements, its cloudprovider.InstanceTypes, req vec) (bool, string, error) {
-	why := "no instance type fits the pod with its daemons"
-	open := r.openKeys(a)
+// newShape is one combination of a new node's open labels: its requirements and the
+// instance types and allocatable bound that go with them.
+type newShape struct {
+	reqs     scheduling.Requirements
+	its      cloudprovider.InstanceTypes
+	bound    corev1.ResourceList
+	boundVec vec
+}
+
+// newShapes lists the shapes a new node of NodePool p may take for an attempt. Without
+// limits they depend only on the attempt and the open keys, so the pods of a class share
+// them (memo.shapes); under limits its shrinks as claims are added, so they are computed
+// each time.
+func (r *run) newShapes(m *memo, p *pool, merged scheduling.Requirements, its cloudprovider.InstanceTypes, open []string, limited bool) []newShape {
+	key := strings.Join(open, ",")
+	if !limited {
+		if shapes, ok := m.shapes[p][key]; ok {
+			return shapes
+		}
+	}
+	var shapes []newShape
 	for _, reqs := range r.combinations(merged, its, open) {
 		narrowed := its
 		if len(reqs) != len(merged) {
@@ -415,11 +490,26 @@ func (r *run) tryNewOf(ctx context.Context, pod *corev1.Pod, a attempt, p *pool,
 		if len(narrowed) == 0 || !r.minValuesOK(p, reqs, narrowed) {
 			continue
 		}
-		c := &claim{name: r.nextName("joinery-planned"), pool: p, reqs: reqs, taints: p.np.Spec.Template.Spec.Taints}
-		c.bound = maxAllocatable(narrowed)
-		c.boundVec = toVec(c.bound)
+		bound := maxAllocatable(narrowed)
+		shapes = append(shapes, newShape{reqs: reqs, its: narrowed, bound: bound, boundVec: toVec(bound)})
+	}
+	if !limited {
+		if m.shapes[p] == nil {
+			m.shapes[p] = map[string][]newShape{}
+		}
+		m.shapes[p][key] = shapes
+	}
+	return shapes
+}
+
+// tryNewOf tries a new node of NodePool p for each combination of the open labels.
+func (r *run) tryNewOf(ctx context.Context, pod *corev1.Pod, a attempt, m *memo, p *pool, merged scheduling.Requirements, its cloudprovider.InstanceTypes, req vec) (bool, string, error) {
+	why := "no instance type fits the pod with its daemons"
+	for _, shape := range r.newShapes(m, p, merged, its, r.openKeys(a), p.remaining() != nil) {
+		c := &claim{name: r.nextName("joinery-planned"), pool: p, reqs: shape.reqs, taints: p.np.Spec.Template.Spec.Taints}
+		c.bound, c.boundVec = shape.bound, shape.boundVec
 		r.engine.Fork()
-		if err := r.engine.Snapshot().AddNode(c.node(reqs)); err != nil {
+		if err := r.engine.Snapshot().AddNode(c.node(shape.reqs)); err != nil {
 			return false, "", err
 		}
 		daemons, err := addDaemons(ctx, r.engine, r.daemons, c.name)
@@ -427,8 +517,7 @@ func (r *run) tryNewOf(ctx context.Context, pod *corev1.Pod, a attempt, p *pool,
 			return false, "", err
 		}
 		c.requests = daemons
-		fitting := r.alloc.fitting(narrowed, daemons.plus(req))
-		if len(fitting) > 0 {
+		if r.alloc.anyFits(shape.its, daemons.plus(req)) {
 			status := r.engine.CheckPredicates(ctx, a.pod, c.name)
 			if status.IsSuccess() {
 				if err := r.engine.Commit(); err != nil {
@@ -437,7 +526,8 @@ func (r *run) tryNewOf(ctx context.Context, pod *corev1.Pod, a attempt, p *pool,
 				c.index = len(r.claims)
 				r.claims = append(r.claims, c)
 				p.claims = append(p.claims, c)
-				return true, "", r.commit(ctx, pod, candidate{c: c, merged: reqs, its: fitting}, reqs)
+				fitting := r.alloc.fitting(shape.its, daemons.plus(req))
+				return true, "", r.commit(ctx, pod, candidate{c: c, merged: shape.reqs, its: fitting}, shape.reqs)
 			}
 			why = status.Message()
 			if plugin := status.Plugin(); plugin != "" {

@@ -89,6 +89,9 @@ type run struct {
 	// initializing maps nodes still initializing to their NodeClaims; pods go there first.
 	initializing      map[string]string
 	initializingNames []string
+	// directBuf, namesBuf and relabelBuf are tryClaims' buffers, reused from pod to pod.
+	directBuf, relabelBuf []candidate
+	namesBuf              []string
 }
 
 // sortedPods orders pods largest first (cpu, then memory), then by namespace and name, so that

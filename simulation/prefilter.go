@@ -1,0 +1,630 @@
+package simulation
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/sets"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
+)
+
+// PreFilter states are cached per equivalence class (EquivalenceKey) and follow the snapshot:
+// when it changes, the changes since a state was computed (the snapshot's log) are replayed
+// onto it with the plugins' own PreFilterExtensions, the mechanism kube-scheduler's
+// preemption uses, instead of rerunning PreFilter over the whole cluster for every pod. A
+// reverted fork is rolled back the same way. What the extensions cannot follow is recomputed
+// by rerunning the plugin's PreFilter, or every PreFilter.
+
+// pluginRole says how a PreFilter plugin's state follows a change of the snapshot.
+type pluginRole uint8
+
+const (
+	// roleUnknown: nothing is known about the plugin; any change reruns every PreFilter.
+	roleUnknown pluginRole = iota
+	// rolePure: the state depends on the pod and on cluster objects outside the snapshot
+	// only, or on Reserve side effects that the engine logs as opaque changes.
+	rolePure
+	// roleExtended: AddPod and RemovePod keep the state exact.
+	roleExtended
+	// roleSpread: PodTopologySpread. RemovePod is exact, but AddPod is not over a sequence of
+	// pods: it keeps only two "critical paths", so after pods land in both, a third domain
+	// with fewer pods is missed as the minimum. Its PreFilter reruns on its own after a
+	// matching pod is added. An empty node is added as the plugin's PreFilter would count it,
+	// with the pod added to it and removed again (a domain with zero pods).
+	roleSpread
+)
+
+var pluginRoles = map[string]pluginRole{
+	names.NodeAffinity:         rolePure,
+	names.NodePorts:            rolePure,
+	names.NodeResourcesFit:     rolePure,
+	names.NodeVolumeLimits:     rolePure,
+	names.VolumeZone:           rolePure,
+	names.VolumeBinding:        rolePure,
+	names.DynamicResources:     rolePure,
+	names.NodeDeclaredFeatures: rolePure,
+	names.InterPodAffinity:     roleExtended,
+	names.VolumeRestrictions:   roleExtended,
+	names.PodTopologySpread:    roleSpread,
+}
+
+// preFilterPlugin is a PreFilter plugin of the engine's framework, in the framework's order.
+type preFilterPlugin struct {
+	name   string
+	role   pluginRole
+	plugin fwk.PreFilterPlugin
+}
+
+// classState is the PreFilter outcome of one equivalence class, valid for the snapshot's
+// content up to log entry at.
+type classState struct {
+	pod              *corev1.Pod // the pod PreFilter ran on; its class shares the state
+	podInfo          fwk.PodInfo
+	state            fwk.CycleState
+	result           *fwk.PreFilterResult
+	status           *fwk.Status
+	pluginsWithNodes []string
+
+	epoch uint64
+	at    int    // the state reflects log[:at]
+	atGen uint64 // gen of log[at-1] when it was applied
+	// undo are the applied entries that a Revert may still drop, oldest first.
+	undo []undoStep
+	// incremental is false when changes cannot be replayed (a PreFilter failed, or a plugin
+	// has no known role): any change reruns PreFilter.
+	incremental bool
+
+	spread spreadInfo
+	// view reads PodTopologySpread's state, when it runs for the class and can be read.
+	view *spreadView
+	// stableEpoch changes whenever a node the view rejects may have become acceptable: a
+	// minimum rose, a count fell, the domains changed under minDomains, or the state was
+	// recomputed. While it holds, only pods were added, so the view's rejections stand.
+	stableEpoch uint64
+	// checkpoint is PodTopologySpread's state before the first change of the open forks
+	// was applied, restored when they are reverted (its AddPod cannot be undone exactly).
+	checkpoint *checkpoint
+}
+
+type checkpoint struct {
+	at   int
+	data fwk.StateData
+}
+
+// spreadStateKey is where PodTopologySpread keeps its PreFilter state ("PreFilter" + name,
+// as every in-tree plugin does).
+const spreadStateKey fwk.StateKey = "PreFilter" + names.PodTopologySpread
+
+// spreadInfo is what the engine needs to know of a pod's spread constraints.
+type spreadInfo struct {
+	// selectors select the pods the constraints count; unknown means they are not known
+	// (default constraints apply), so every pod of the namespace may count.
+	selectors []labels.Selector
+	keys      []string
+	unknown   bool
+	// selfMatch: the pod matches all its selectors, so it can stand for a counted pod when
+	// a node is added.
+	selfMatch bool
+}
+
+type undoStep struct {
+	index   int
+	entry   logEntry
+	prevGen uint64
+}
+
+// replay collects what a replay could not follow.
+type replay struct {
+	full  bool
+	stale sets.Set[string]
+	// restoreSpread: a change PodTopologySpread followed was undone; its checkpoint is due.
+	restoreSpread bool
+	// unsettled: PodTopologySpread's state changed other than by pods added.
+	unsettled bool
+}
+
+func (r *replay) markStale(name string) {
+	if r.stale == nil {
+		r.stale = sets.New[string]()
+	}
+	r.stale.Insert(name)
+}
+
+// classKey returns pod's equivalence class key, computed once per pod object.
+func (e *Engine) classKey(pod *corev1.Pod) string {
+	if key, ok := e.keys[pod]; ok {
+		return key
+	}
+	key := EquivalenceKey(pod)
+	e.keys[pod] = key
+	return key
+}
+
+// preFilter returns the PreFilter outcome of pod's class for the snapshot's current content.
+func (e *Engine) preFilter(ctx context.Context, pod *corev1.Pod) *classState {
+	key := e.classKey(pod)
+	cs := e.classes[key]
+	s := e.snapshot
+	if cs == nil || cs.epoch != s.epoch || !cs.incremental {
+		if cs != nil && cs.epoch == s.epoch && cs.current(s) {
+			return cs
+		}
+		cs = e.compute(ctx, pod)
+		e.classes[key] = cs
+		return cs
+	}
+	if cs.current(s) {
+		return cs
+	}
+	before := cs.view
+	r, ok := e.update(ctx, cs)
+	if !ok {
+		cs = e.compute(ctx, cs.pod)
+		e.classes[key] = cs
+		return cs
+	}
+	e.refreshView(cs)
+	if r.unsettled || !cs.view.settledSince(before) {
+		cs.stableEpoch = e.nextEpoch()
+	}
+	return cs
+}
+
+func (e *Engine) nextEpoch() uint64 {
+	e.epochs++
+	return e.epochs
+}
+
+// SpreadEpoch returns a value that stays the same while every node PodTopologySpread's
+// numbers rejected for pod (FirstFit's spreadRejected) stays rejected, as long as the node's
+// labels do not change; 0 when there is no such guarantee.
+func (e *Engine) SpreadEpoch(ctx context.Context, pod *corev1.Pod) uint64 {
+	cs := e.preFilter(ctx, pod)
+	if cs.view == nil {
+		return 0
+	}
+	return cs.stableEpoch
+}
+
+// refreshView rereads PodTopologySpread's state after it changed.
+func (e *Engine) refreshView(cs *classState) {
+	cs.view = nil
+	if cs.incremental && e.spreadActive(cs) {
+		if view, ok := readSpread(cs.state, cs.pod); ok {
+			cs.view = view
+		}
+	}
+}
+
+// current reports whether cs reflects exactly the snapshot's log.
+func (cs *classState) current(s *Snapshot) bool {
+	return cs.at == len(s.log) && (cs.at == 0 || s.log[cs.at-1].gen == cs.atGen)
+}
+
+// compute runs every PreFilter for pod.
+func (e *Engine) compute(ctx context.Context, pod *corev1.Pod) *classState {
+	s := e.snapshot
+	state := framework.NewCycleState()
+	result, status, withNodes := e.fw.RunPreFilterPlugins(ctx, state, pod)
+	cs := &classState{
+		pod:              pod,
+		state:            state,
+		result:           result,
+		status:           status,
+		pluginsWithNodes: sortedList(withNodes),
+		epoch:            s.epoch,
+		at:               len(s.log),
+		incremental:      status.IsSuccess() && e.rolesKnown,
+	}
+	if cs.at > 0 {
+		cs.atGen = s.log[cs.at-1].gen
+	}
+	if cs.incremental {
+		info, err := framework.NewPodInfo(pod)
+		if err != nil {
+			cs.incremental = false
+			return cs
+		}
+		cs.podInfo = info
+		cs.spread = spreadOf(pod)
+		e.refreshView(cs)
+		cs.stableEpoch = e.nextEpoch()
+	}
+	return cs
+}
+
+// spreadOf describes pod's DoNotSchedule spread constraints.
+func spreadOf(pod *corev1.Pod) spreadInfo {
+	var info spreadInfo
+	for _, c := range pod.Spec.TopologySpreadConstraints {
+		if c.WhenUnsatisfiable != corev1.DoNotSchedule {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(c.LabelSelector)
+		if err != nil {
+			return spreadInfo{unknown: true}
+		}
+		info.selectors = append(info.selectors, sel)
+		info.keys = append(info.keys, c.TopologyKey)
+	}
+	if len(info.selectors) == 0 {
+		return spreadInfo{unknown: true}
+	}
+	info.selfMatch = true
+	for _, sel := range info.selectors {
+		if !sel.Matches(labels.Set(pod.Labels)) {
+			info.selfMatch = false
+		}
+	}
+	return info
+}
+
+// spreadCounts reports whether pod may be counted by cs's spread constraints. The selectors
+// leave out matchLabelKeys, which only narrow them, so a pod they reject is never counted.
+func (cs *classState) spreadCounts(pod *corev1.Pod) bool {
+	if pod.Namespace != cs.pod.Namespace {
+		return false
+	}
+	if cs.spread.unknown {
+		return true
+	}
+	set := labels.Set(pod.Labels)
+	for _, sel := range cs.spread.selectors {
+		if sel.Matches(set) {
+			return true
+		}
+	}
+	return false
+}
+
+// outsideSpread reports whether node lacks a topology key of cs's constraints: then
+// PodTopologySpread counts neither the node as a domain nor its pods.
+func (cs *classState) outsideSpread(node *corev1.Node) bool {
+	if cs.spread.unknown {
+		return false
+	}
+	for _, key := range cs.spread.keys {
+		if _, ok := node.Labels[key]; !ok {
+			return true
+		}
+	}
+	return false
+}
+
+// update brings cs to the snapshot's content: it rolls back the entries a Revert dropped,
+// applies the new ones and reruns the plugins they left stale. It returns false when only a
+// full PreFilter can.
+func (e *Engine) update(ctx context.Context, cs *classState) (*replay, bool) {
+	s := e.snapshot
+	r := &replay{}
+	for len(cs.undo) > 0 && !r.full {
+		top := cs.undo[len(cs.undo)-1]
+		if top.index < len(s.log) && s.log[top.index].gen == top.entry.gen {
+			break
+		}
+		e.unapply(ctx, cs, &top.entry, r)
+		cs.at, cs.atGen = top.index, top.prevGen
+		cs.undo = cs.undo[:len(cs.undo)-1]
+	}
+	if r.full || cs.at > len(s.log) || (cs.at > 0 && s.log[cs.at-1].gen != cs.atGen) {
+		return r, false
+	}
+	if r.restoreSpread {
+		r.unsettled = true
+		if cs.checkpoint != nil && cs.checkpoint.at == cs.at {
+			cs.state.Write(spreadStateKey, cs.checkpoint.data)
+		} else {
+			r.markStale(names.PodTopologySpread)
+		}
+		cs.checkpoint = nil
+	}
+	permanent := s.permanentLen()
+	drop := 0
+	for drop < len(cs.undo) && cs.undo[drop].index < permanent {
+		drop++
+	}
+	if drop > 0 {
+		cs.undo = append(cs.undo[:0], cs.undo[drop:]...)
+	}
+	if len(cs.undo) == 0 {
+		cs.checkpoint = nil
+	}
+	// Changes no Revert can drop first; then, before the open forks' changes, a checkpoint.
+	for ; cs.at < permanent && !r.full; cs.at++ {
+		entry := &s.log[cs.at]
+		e.apply(ctx, cs, entry, r)
+		cs.atGen = entry.gen
+	}
+	if r.full {
+		return r, false
+	}
+	if cs.at == len(s.log) {
+		return r, e.rerunStale(ctx, cs, r)
+	}
+	// A rerun sees the snapshot as it is now, forks included, so a plugin left stale by
+	// the changes below the forks is rerun after the forks' changes, and gets no checkpoint.
+	if len(cs.undo) == 0 && r.stale.Len() == 0 {
+		cs.checkpoint = nil
+		if e.spreadActive(cs) {
+			if data, err := cs.state.Read(spreadStateKey); err == nil {
+				cs.checkpoint = &checkpoint{at: cs.at, data: data.Clone()}
+			}
+		}
+	}
+	for ; cs.at < len(s.log) && !r.full; cs.at++ {
+		entry := &s.log[cs.at]
+		e.apply(ctx, cs, entry, r)
+		cs.undo = append(cs.undo, undoStep{index: cs.at, entry: *entry, prevGen: cs.atGen})
+		cs.atGen = entry.gen
+	}
+	if r.full {
+		return r, false
+	}
+	return r, e.rerunStale(ctx, cs, r)
+}
+
+// spreadActive reports whether PodTopologySpread runs for cs's class.
+func (e *Engine) spreadActive(cs *classState) bool {
+	return e.spreadPlugin && !cs.state.GetSkipFilterPlugins().Has(names.PodTopologySpread)
+}
+
+// apply replays one change onto cs.
+func (e *Engine) apply(ctx context.Context, cs *classState, entry *logEntry, r *replay) {
+	if entry.kind == logOpaque {
+		r.full = true
+		return
+	}
+	skip := cs.state.GetSkipFilterPlugins()
+	for _, p := range e.preFilterPlugins {
+		if r.full {
+			return
+		}
+		skipped := skip.Has(p.name)
+		switch p.role {
+		case roleExtended:
+			if skipped {
+				if endsSkip(p, entry, false) {
+					r.markStale(p.name)
+				}
+				continue
+			}
+			if r.stale.Has(p.name) {
+				continue
+			}
+			e.extend(ctx, cs, p, entry, false, r)
+		case roleSpread:
+			if skipped || r.stale.Has(p.name) {
+				continue
+			}
+			switch entry.kind {
+			case logPodAdded:
+				if cs.spreadCounts(entry.pod.GetPod()) {
+					e.addCounted(ctx, cs, p, entry, r)
+				}
+			case logPodRemoved:
+				if cs.spreadCounts(entry.pod.GetPod()) {
+					r.unsettled = true
+					e.extend(ctx, cs, p, entry, false, r)
+				}
+			case logNodeAdded:
+				e.addDomain(ctx, cs, p, entry.node, r)
+			case logNodeReplaced:
+				// A node that was outside every domain enters the new one with its pods:
+				// a new empty domain unless one of its pods is counted.
+				r.unsettled = true
+				if !cs.outsideSpread(entry.prev.Node()) {
+					r.markStale(p.name)
+					continue
+				}
+				for _, pod := range entry.pods {
+					if cs.spreadCounts(pod.GetPod()) {
+						r.markStale(p.name)
+						break
+					}
+				}
+				if !r.stale.Has(p.name) {
+					e.addDomain(ctx, cs, p, entry.node, r)
+				}
+			default:
+				r.markStale(p.name)
+			}
+		}
+	}
+}
+
+// addCounted adds a pod the class's spread constraints may count with the plugin's AddPod,
+// and reruns its PreFilter only when that left the minimum stale.
+func (e *Engine) addCounted(ctx context.Context, cs *classState, p preFilterPlugin, entry *logEntry, r *replay) {
+	before, ok := readSpread(cs.state, cs.pod)
+	if !ok {
+		r.markStale(p.name)
+		return
+	}
+	held := before.minimumHeld(entry.node.Node())
+	if !p.plugin.PreFilterExtensions().AddPod(ctx, cs.state, cs.pod, entry.pod, entry.node).IsSuccess() {
+		r.full = true
+		return
+	}
+	if after, ok := readSpread(cs.state, cs.pod); !ok || after.minimumStale(held) {
+		r.markStale(p.name)
+	}
+}
+
+// addDomain counts node's domain as PodTopologySpread's PreFilter would for an empty node: the
+// class's pod is added to it and removed again, leaving the domain with zero pods. The
+// plugin's AddPod applies the same node inclusion rules as its PreFilter.
+func (e *Engine) addDomain(ctx context.Context, cs *classState, p preFilterPlugin, node fwk.NodeInfo, r *replay) {
+	if !cs.spread.selfMatch {
+		r.markStale(p.name)
+		return
+	}
+	ext := p.plugin.PreFilterExtensions()
+	if !ext.AddPod(ctx, cs.state, cs.pod, cs.podInfo, node).IsSuccess() ||
+		!ext.RemovePod(ctx, cs.state, cs.pod, cs.podInfo, node).IsSuccess() {
+		r.full = true
+	}
+}
+
+// endsSkip reports whether a change (or its undoing) may end a plugin's Skip. Skips of the
+// in-tree plugins depend on the pod alone, but for InterPodAffinity's: a pod without terms
+// skips it while no pod in the snapshot has required anti-affinity that counts, and a pod
+// with some arriving, or a node whose pods have some getting new labels, changes that.
+func endsSkip(p preFilterPlugin, entry *logEntry, undo bool) bool {
+	if p.name != names.InterPodAffinity {
+		return false
+	}
+	switch {
+	case entry.kind == logPodAdded && !undo, entry.kind == logPodRemoved && undo:
+		return len(entry.pod.GetRequiredAntiAffinityTerms()) > 0
+	case entry.kind == logNodeReplaced:
+		for _, pod := range entry.pods {
+			if len(pod.GetRequiredAntiAffinityTerms()) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// unapply undoes one change on cs, for a Revert.
+func (e *Engine) unapply(ctx context.Context, cs *classState, entry *logEntry, r *replay) {
+	if entry.kind == logOpaque {
+		r.full = true
+		return
+	}
+	skip := cs.state.GetSkipFilterPlugins()
+	for _, p := range e.preFilterPlugins {
+		if r.full {
+			return
+		}
+		if r.stale.Has(p.name) {
+			continue
+		}
+		if skip.Has(p.name) {
+			if endsSkip(p, entry, true) {
+				r.markStale(p.name)
+			}
+			continue
+		}
+		switch p.role {
+		case roleExtended:
+			e.extend(ctx, cs, p, entry, true, r)
+		case roleSpread:
+			r.restoreSpread = true
+		}
+	}
+}
+
+// extend runs p's AddPod and RemovePod for entry, or undoes it.
+func (e *Engine) extend(ctx context.Context, cs *classState, p preFilterPlugin, entry *logEntry, undo bool, r *replay) {
+	ext := p.plugin.PreFilterExtensions()
+	if ext == nil {
+		return
+	}
+	add := func(pod fwk.PodInfo, node fwk.NodeInfo) {
+		if !ext.AddPod(ctx, cs.state, cs.pod, pod, node).IsSuccess() {
+			r.full = true
+		}
+	}
+	remove := func(pod fwk.PodInfo, node fwk.NodeInfo) {
+		if !ext.RemovePod(ctx, cs.state, cs.pod, pod, node).IsSuccess() {
+			r.full = true
+		}
+	}
+	switch {
+	case entry.kind == logPodAdded && !undo, entry.kind == logPodRemoved && undo:
+		add(entry.pod, entry.node)
+	case entry.kind == logPodRemoved && !undo, entry.kind == logPodAdded && undo:
+		remove(entry.pod, entry.node)
+	case entry.kind == logNodeReplaced:
+		from, to := entry.prev, entry.node
+		if undo {
+			from, to = to, from
+		}
+		for _, pod := range entry.pods {
+			remove(pod, from)
+			add(pod, to)
+		}
+	}
+}
+
+// rerunStale reruns the PreFilter of each stale plugin on its own. It returns false when a
+// plugin answers something other than success or skip, which needs the full PreFilter.
+func (e *Engine) rerunStale(ctx context.Context, cs *classState, r *replay) bool {
+	stale := r.stale
+	if stale.Len() == 0 {
+		return true
+	}
+	if stale.Has(names.PodTopologySpread) {
+		r.unsettled = true
+	}
+	nodes, err := e.snapshot.List()
+	if err != nil {
+		return false
+	}
+	skip := cs.state.GetSkipFilterPlugins()
+	changed := false
+	for _, p := range e.preFilterPlugins {
+		if !stale.Has(p.name) {
+			continue
+		}
+		result, status := p.plugin.PreFilter(ctx, cs.state, cs.pod, nodes)
+		if !result.AllNodes() {
+			return false
+		}
+		switch {
+		case status.IsSkip():
+			if !skip.Has(p.name) {
+				skip, changed = withItem(skip, p.name, true), true
+			}
+		case status.IsSuccess():
+			if skip.Has(p.name) {
+				skip, changed = withItem(skip, p.name, false), true
+			}
+		default:
+			return false
+		}
+	}
+	if changed {
+		// The set may be shared with clones of the state: it is replaced, never changed.
+		cs.state.SetSkipFilterPlugins(skip)
+	}
+	return true
+}
+
+func withItem(set sets.Set[string], item string, present bool) sets.Set[string] {
+	out := sets.New[string]()
+	if set != nil {
+		out = set.Clone()
+	}
+	if present {
+		out.Insert(item)
+	} else {
+		out.Delete(item)
+	}
+	return out
+}
+
+// preFilterPluginsOf lists the framework's PreFilter plugins in order with their roles, and
+// whether every role is known.
+func preFilterPluginsOf(fw framework.Framework, built map[string]fwk.Plugin) ([]preFilterPlugin, bool, error) {
+	var out []preFilterPlugin
+	known := true
+	for _, cfg := range fw.ListPlugins().PreFilter.Enabled {
+		p, ok := built[cfg.Name].(fwk.PreFilterPlugin)
+		if !ok {
+			return nil, false, fmt.Errorf("PreFilter plugin %q was not built by the engine", cfg.Name)
+		}
+		role := pluginRoles[cfg.Name]
+		if role == roleUnknown {
+			known = false
+		}
+		out = append(out, preFilterPlugin{name: cfg.Name, role: role, plugin: p})
+	}
+	return out, known, nil
+}
