@@ -1,6 +1,7 @@
 // Package nodeclaim wires the NodeClaim controllers into a manager: lifecycle (launch,
-// registration, initialization), the termination finalizers of NodeClaims and Nodes, and
-// garbage collection of leaked instances and NodeClaims whose instance is gone.
+// registration, initialization), the termination finalizers of NodeClaims and Nodes, drift
+// detection (the Drifted condition), and garbage collection of leaked instances and NodeClaims
+// whose instance is gone.
 package nodeclaim
 
 import (
@@ -12,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/joinery-dev/joinery/cloudprovider"
+	"github.com/joinery-dev/joinery/controller/nodeclaim/drift"
 	"github.com/joinery-dev/joinery/controller/nodeclaim/garbagecollection"
 	"github.com/joinery-dev/joinery/controller/nodeclaim/lifecycle"
 	"github.com/joinery-dev/joinery/controller/nodeclaim/termination"
@@ -49,6 +51,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cp cloudprovider.CloudProvider
 	}
 	if err := termination.NewNodeController(mgr.GetClient(), cp).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up %s: %w", termination.NodeControllerName, err)
+	}
+	if err := drift.New(mgr.GetClient(), cp, drift.Options{}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up %s: %w", drift.Name, err)
 	}
 	if err := mgr.Add(garbagecollection.New(mgr.GetClient(), cp, recorder, garbagecollection.Options{Interval: opts.GCInterval})); err != nil {
 		return fmt.Errorf("setting up %s: %w", garbagecollection.Name, err)
