@@ -19,8 +19,8 @@ LDFLAGS := -X github.com/joinery-dev/joinery/internal/version.Version=$(VERSION)
            -X k8s.io/component-base/version.gitTreeState=clean
 
 .PHONY: build
-build: ## Build joinery-scheduler and joinery-controller into bin/
-	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/ ./cmd/joinery-scheduler ./cmd/joinery-controller
+build: ## Build joinery-scheduler, joinery-controller and the AWS emulator (hack/awsemulator, for the local cluster) into bin/
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/ ./cmd/joinery-scheduler ./cmd/joinery-controller ./hack/awsemulator
 
 .PHONY: tools
 tools: ## Build etcd, kube-apiserver, kube-controller-manager and kwok from go.mod into .local/bin (once; rebuilt when go.mod changes)
@@ -41,22 +41,24 @@ test: tools build ## Unit, integration and e2e tests (what CI runs); integration
 	$(GO) test $(TEST_FLAGS) ./...
 
 LOCALCLUSTER := .local/bin/localcluster
+# joinery's cloud provider on the local cluster: kwok, or aws (the AWS emulator).
+CLOUD_PROVIDER ?= kwok
 
 .PHONY: localcluster
 localcluster:
 	@$(GO) build -o $(LOCALCLUSTER) ./hack/localcluster
 
 .PHONY: cluster
-cluster: tools build localcluster ## Start the local cluster in the background; prints the kubeconfig (.local/kubeconfig)
-	@$(LOCALCLUSTER) up --build=false
+cluster: tools build localcluster ## Start the local cluster in the background; prints the kubeconfig (.local/kubeconfig); CLOUD_PROVIDER=aws runs the AWS provider against the emulator
+	@$(LOCALCLUSTER) up --build=false --cloud-provider=$(CLOUD_PROVIDER)
 
 .PHONY: cluster-down
 cluster-down: localcluster ## Stop the local cluster: every process ends, ports freed, data removed
 	@$(LOCALCLUSTER) down
 
 .PHONY: run
-run: localcluster ## Start the local cluster with a sample NodePool and workload and watch it live; Ctrl-C stops it
-	@$(LOCALCLUSTER) run
+run: localcluster ## Start the local cluster with a sample NodePool and workload and watch it live; Ctrl-C stops it; CLOUD_PROVIDER=aws runs the AWS provider against the emulator
+	@$(LOCALCLUSTER) run --cloud-provider=$(CLOUD_PROVIDER)
 
 # The suites start the local cluster themselves, or run against the cluster KUBECONFIG names.
 .PHONY: e2e

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -12,14 +13,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/joinery-dev/joinery/apis"
 	"github.com/joinery-dev/joinery/cloudprovider"
+	awsprovider "github.com/joinery-dev/joinery/cloudprovider/aws/provider"
 	"github.com/joinery-dev/joinery/cloudprovider/kwok"
+	"github.com/joinery-dev/joinery/cmd/internal/awssettings"
 	"github.com/joinery-dev/joinery/controller/nodeclaim"
 	"github.com/joinery-dev/joinery/controller/nodeclaim/garbagecollection"
 	"github.com/joinery-dev/joinery/controller/nodeclaim/lifecycle"
@@ -37,6 +39,8 @@ type options struct {
 	cloudProvider           string
 	registrationTTL         time.Duration
 	gcInterval              time.Duration
+	aws                     awssettings.Settings
+	interruptionQueue       string
 }
 
 func main() {
@@ -46,10 +50,12 @@ func main() {
 	flag.BoolVar(&opts.leaderElect, "leader-elect", true, "elect a leader so that only one replica acts at a time")
 	flag.StringVar(&opts.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease and of the controller's ConfigMaps such as joinery-unavailable-offerings (default: the pod's namespace, or kube-system out of cluster)")
 	flag.DurationVar(&opts.leaseDuration, "leader-election-lease-duration", 15*time.Second, "how long a leader's lease lasts before another replica may take over")
-	flag.StringVar(&opts.cloudProvider, "cloud-provider", kwok.Name, "cloud provider that launches nodes: kwok")
+	flag.StringVar(&opts.cloudProvider, "cloud-provider", kwok.Name, "cloud provider that launches nodes: kwok or aws")
 	flag.DurationVar(&opts.registrationTTL, "registration-ttl", lifecycle.DefaultRegistrationTTL, "how long a launched NodeClaim may wait for its node to register before it is deleted")
 	flag.DurationVar(&opts.gcInterval, "gc-interval", garbagecollection.DefaultInterval, "how often instances without a NodeClaim, Nodes without a NodeClaim and NodeClaims without an instance are garbage-collected")
+	flag.StringVar(&opts.interruptionQueue, "interruption-queue", os.Getenv("INTERRUPTION_QUEUE"), "aws: name of the SQS queue EventBridge forwards spot interruptions, scheduled changes and instance state changes to; empty disables interruption handling (env INTERRUPTION_QUEUE)")
 	flag.BoolVar(&opts.printVersion, "version", false, "print the version and exit")
+	opts.aws.BindFlags(flag.CommandLine)
 	zapOpts := zap.Options{Development: false} // JSON logs unless --zap-devel
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -100,11 +106,14 @@ func run(opts options) error {
 		return fmt.Errorf("adding readiness check: %w", err)
 	}
 
-	cp, err := newCloudProvider(opts.cloudProvider, mgr.GetClient())
+	ctx := ctrl.SetupSignalHandler()
+	cp, err := newCloudProvider(ctx, opts, mgr, namespace)
 	if err != nil {
 		return err
 	}
-	ctx := ctrl.SetupSignalHandler()
+	if err := setupInterruption(ctx, mgr, namespace, opts); err != nil {
+		return err
+	}
 	if err := nodeclaim.Setup(ctx, mgr, cp, nodeclaim.Options{Namespace: namespace, RegistrationTTL: opts.registrationTTL, GCInterval: opts.gcInterval}); err != nil {
 		return err
 	}
@@ -119,17 +128,24 @@ func run(opts options) error {
 	return nil
 }
 
-// newCloudProvider builds the provider named by --cloud-provider on the manager's client.
-func newCloudProvider(name string, c client.Client) (cloudprovider.CloudProvider, error) {
-	switch name {
+// newCloudProvider builds the provider named by --cloud-provider on the manager, with whatever
+// controllers and loops that provider needs beside the NodeClaim controllers.
+func newCloudProvider(ctx context.Context, opts options, mgr ctrl.Manager, namespace string) (cloudprovider.CloudProvider, error) {
+	switch opts.cloudProvider {
 	case kwok.Name:
-		cp, err := kwok.New(c, kwok.Options{})
+		cp, err := kwok.New(mgr.GetClient(), kwok.Options{})
 		if err != nil {
 			return nil, fmt.Errorf("creating the kwok cloud provider: %w", err)
 		}
 		return cp, nil
+	case awsprovider.Name:
+		cp, err := newAWSProvider(ctx, mgr, namespace, opts.aws)
+		if err != nil {
+			return nil, fmt.Errorf("creating the aws cloud provider: %w", err)
+		}
+		return cp, nil
 	default:
-		return nil, fmt.Errorf("unknown --cloud-provider %q (known: %s)", name, kwok.Name)
+		return nil, fmt.Errorf("unknown --cloud-provider %q (known: %s, %s)", opts.cloudProvider, kwok.Name, awsprovider.Name)
 	}
 }
 

@@ -1,10 +1,14 @@
 // Command joinery-scheduler is kube-scheduler with joinery's Provisioner plugin compiled in
 // (the out-of-tree plugin convention of sigs.k8s.io/scheduler-plugins). Its flags, config file
-// and behaviour are kube-scheduler's; --version prints joinery's version and the Kubernetes one.
+// and behaviour are kube-scheduler's, plus --cloud-provider and the AWS provider's flags;
+// --version prints joinery's version and the Kubernetes one.
 package main
 
 import (
+	"context"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -13,39 +17,33 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/clientgo"
 	_ "k8s.io/component-base/metrics/prometheus/version"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/joinery-dev/joinery/cloudprovider/kwok"
 	"github.com/joinery-dev/joinery/internal/version"
 	"github.com/joinery-dev/joinery/plugin"
 	"github.com/joinery-dev/joinery/plugin/planner"
-	"github.com/joinery-dev/joinery/simulation/solver"
 )
 
 func main() {
-	// The plugin never imports the solver; the binary injects it, with the kwok provider's
-	// instance types.
+	// The plugin never imports the solver; the binary injects it, with the instance types of
+	// the cloud provider --cloud-provider names (chosen once flags are parsed).
 	planners := &planner.Config{
-		InstanceTypes:                 kwokInstanceTypes,
 		UnavailableOfferingsNamespace: os.Getenv("JOINERY_CONTROLLER_NAMESPACE"),
 	}
 	plugin.NewPlanner = planners.New
 	command := app.NewSchedulerCommand(app.WithPlugin(plugin.Name, plugin.New))
-	wrapRun(command, planners)
+	providers := &providerFlags{}
+	joineryFlags := flag.NewFlagSet("joinery", flag.ContinueOnError)
+	providers.bind(joineryFlags)
+	command.Flags().AddGoFlagSet(joineryFlags)
+	addHelpSection(command, joineryFlags)
+	wrapRun(command, planners, providers)
 	os.Exit(cli.Run(command))
 }
 
-func kwokInstanceTypes(c client.Client) (solver.InstanceTypeSource, error) {
-	provider, err := kwok.New(c, kwok.Options{})
-	if err != nil {
-		return nil, fmt.Errorf("building the kwok cloud provider: %w", err)
-	}
-	return provider, nil
-}
-
 // wrapRun makes --version report joinery's version (kube-scheduler's own flag prints only the
-// Kubernetes one) and gives --config to the planners, which build their framework from it.
-func wrapRun(command *cobra.Command, planners *planner.Config) {
+// Kubernetes one), gives --config to the planners, which build their framework from it, and
+// sets up the cloud provider's instance types for as long as the scheduler runs.
+func wrapRun(command *cobra.Command, planners *planner.Config, providers *providerFlags) {
 	run := command.RunE
 	command.RunE = func(cmd *cobra.Command, args []string) error {
 		if f := cmd.Flags().Lookup("version"); f != nil && f.Changed && f.Value.String() != "false" {
@@ -55,6 +53,34 @@ func wrapRun(command *cobra.Command, planners *planner.Config) {
 		if f := cmd.Flags().Lookup("config"); f != nil {
 			planners.SchedulerConfigPath = f.Value.String()
 		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		instanceTypes, err := providers.instanceTypes(ctx)
+		if err != nil {
+			return err
+		}
+		planners.InstanceTypes = instanceTypes
 		return run(cmd, args)
 	}
+}
+
+// addHelpSection lists joinery's own flags after kube-scheduler's sections in --help, which
+// kube-scheduler renders from its own flag sets only.
+func addHelpSection(command *cobra.Command, fs *flag.FlagSet) {
+	help := command.HelpFunc()
+	command.SetHelpFunc(func(cmd *cobra.Command, args []string) {
+		help(cmd, args)
+		printFlags(cmd.OutOrStdout(), fs)
+	})
+}
+
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprintln(w, "\njoinery flags:")
+	fs.VisitAll(func(f *flag.Flag) {
+		fmt.Fprintf(w, "\n      --%s\n            %s", f.Name, f.Usage)
+		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" {
+			fmt.Fprintf(w, " (default %s)", f.DefValue)
+		}
+		fmt.Fprintln(w)
+	})
 }

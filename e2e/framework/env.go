@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/joinery-dev/joinery/cloudprovider/aws/awstest"
 	"github.com/joinery-dev/joinery/e2e/localcluster"
 )
 
@@ -38,6 +39,23 @@ type Env struct {
 	Cluster *localcluster.Cluster
 	// StartedIn is how long the local cluster took to become ready.
 	StartedIn time.Duration
+	// AWS drives the local cluster's AWS emulator; nil unless the suite runs with
+	// WithCloudProvider(localcluster.CloudProviderAWS).
+	AWS *awstest.AdminClient
+}
+
+// Option changes the local cluster a suite starts.
+type Option func(*localcluster.Options)
+
+// WithCloudProvider runs joinery with the named cloud provider: localcluster.CloudProviderAWS
+// adds the AWS emulator and points joinery's binaries at it.
+func WithCloudProvider(name string) Option {
+	return func(o *localcluster.Options) {
+		o.CloudProvider = name
+		if components, err := localcluster.ComponentsFor(name); err == nil {
+			o.Components = components
+		} // an unknown name is reported by localcluster.Start
+	}
 }
 
 // Local reports whether the suite runs on the local cluster it started.
@@ -52,8 +70,9 @@ func (e *Env) RequireLocal(t *testing.T) {
 }
 
 // Main is a suite's TestMain: it connects to the cluster, runs the tests and, on the local
-// cluster, stops it and fails the run if any process or port outlived Stop.
-func Main(m *testing.M, env **Env) int {
+// cluster, stops it and fails the run if any process or port outlived Stop. opts change the
+// local cluster it starts.
+func Main(m *testing.M, env **Env, opts ...Option) int {
 	flag.Parse()
 	kubeconfig := *kubeconfigFlag
 	if kubeconfig == "" {
@@ -70,7 +89,7 @@ func Main(m *testing.M, env **Env) int {
 		return m.Run()
 	}
 
-	e, dir, err := startLocal()
+	e, dir, err := startLocal(opts)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
 		return 1
@@ -114,7 +133,7 @@ func LocalOptions(dir string) (localcluster.Options, error) {
 	}, nil
 }
 
-func startLocal() (*Env, string, error) {
+func startLocal(options []Option) (*Env, string, error) {
 	dir, err := os.MkdirTemp("", "joinery-e2e-")
 	if err != nil {
 		return nil, "", fmt.Errorf("create cluster dir: %w", err)
@@ -122,6 +141,9 @@ func startLocal() (*Env, string, error) {
 	opts, err := LocalOptions(dir)
 	if err != nil {
 		return nil, "", err
+	}
+	for _, o := range options {
+		o(&opts)
 	}
 	if testing.Verbose() {
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -138,6 +160,9 @@ func startLocal() (*Env, string, error) {
 		return nil, "", errors.Join(err, c.Stop())
 	}
 	e.Cluster, e.StartedIn = c, time.Since(begin)
+	if url := c.AWSEmulatorURL(); url != "" {
+		e.AWS = awstest.NewAdminClient(url)
+	}
 	return e, dir, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -46,6 +47,10 @@ type Options struct {
 	// `default-scheduler` to another scheduler. By default it serves both, since no other
 	// scheduler runs on the local cluster.
 	SecondaryScheduler bool
+	// CloudProvider is joinery's cloud provider: CloudProviderKwok (the default) or
+	// CloudProviderAWS, which needs AWSEmulator among the Components (see AWSComponents) and
+	// points joinery-controller and joinery-scheduler at it.
+	CloudProvider string
 }
 
 // serviceCIDR is the cluster's service IP range: only a configuration value here, since
@@ -74,6 +79,7 @@ type Cluster struct {
 
 	kcmPort                       int
 	kwokPort                      int
+	awsEmulatorPort               int
 	schedulerPort                 int
 	controllerMetricsPort         int
 	controllerProbePort           int
@@ -102,6 +108,8 @@ type component struct {
 	ports func() []int
 	// binDir overrides Options.BinDir for joinery's own binaries.
 	binDir string
+	// env is added to the component's environment.
+	env []string
 }
 
 // Start brings up the control plane in opts.Dir and returns once every component is ready.
@@ -194,6 +202,13 @@ func (c *Cluster) startAll(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// joinery's binaries talk to the AWS emulator from their first reconcile; start it first.
+	if i := slices.IndexFunc(comps, func(comp component) bool { return comp.name == string(AWSEmulator) }); i >= 0 {
+		if err := c.startComponent(ctx, comps[i]); err != nil {
+			return err
+		}
+		comps = slices.Delete(comps, i, i+1)
+	}
 	errs := make([]error, len(comps))
 	var wg sync.WaitGroup
 	for i, comp := range comps {
@@ -218,7 +233,7 @@ func (c *Cluster) startComponent(ctx context.Context, comp component) error {
 			return fmt.Errorf("configure %s: %w", comp.name, err)
 		}
 		begin := time.Now()
-		p, err := startProcess(comp.name, binary, args, logPath)
+		p, err := startProcess(comp.name, binary, args, logPath, comp.env...)
 		if err != nil {
 			return err
 		}

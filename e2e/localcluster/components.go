@@ -20,22 +20,55 @@ const (
 	JoineryScheduler Component = "joinery-scheduler"
 	// JoineryController is joinery's controller manager.
 	JoineryController Component = "joinery-controller"
+	// AWSEmulator is hack/awsemulator: the emulated AWS APIs joinery's binaries use with
+	// CloudProviderAWS, and the node agent that makes its instances into Nodes.
+	AWSEmulator Component = "awsemulator"
 )
 
-// AllComponents is the whole system: what `make run`, `make cluster` and the e2e suites start.
+// AllComponents is the whole system with the kwok provider: what `make run`, `make cluster`
+// and the e2e suites start.
 var AllComponents = []Component{ControllerManager, Kwok, JoineryScheduler, JoineryController}
+
+// AWSComponents is the whole system with the AWS provider against the emulator; kwok still
+// plays the kubelets of the Nodes the emulator's node agent registers.
+var AWSComponents = []Component{ControllerManager, Kwok, AWSEmulator, JoineryScheduler, JoineryController}
+
+// knownComponents are every component a cluster can run.
+var knownComponents = []Component{ControllerManager, Kwok, AWSEmulator, JoineryScheduler, JoineryController}
+
+// ComponentsFor returns the whole system for a cloud provider (CloudProviderKwok when empty).
+func ComponentsFor(cloudProvider string) ([]Component, error) {
+	switch cloudProvider {
+	case "", CloudProviderKwok:
+		return slices.Clone(AllComponents), nil
+	case CloudProviderAWS:
+		return slices.Clone(AWSComponents), nil
+	}
+	return nil, fmt.Errorf("unknown cloud provider %q (known: %s, %s)", cloudProvider, CloudProviderKwok, CloudProviderAWS)
+}
 
 // isJoinery reports whether the component's binary comes from `make build` rather than
 // hack/tools.sh.
-func (c Component) isJoinery() bool { return c == JoineryScheduler || c == JoineryController }
+func (c Component) isJoinery() bool {
+	return c == JoineryScheduler || c == JoineryController || c == AWSEmulator
+}
 
 // checkComponentBinaries verifies the binaries of opts.Components, saying which command
 // builds a missing one.
 func checkComponentBinaries(opts Options) error {
 	var errs []error
+	switch opts.CloudProvider {
+	case "", CloudProviderKwok:
+	case CloudProviderAWS:
+		if !slices.Contains(opts.Components, AWSEmulator) {
+			errs = append(errs, fmt.Errorf("cloud provider %s needs the %s component", CloudProviderAWS, AWSEmulator))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("unknown cloud provider %q (known: %s, %s)", opts.CloudProvider, CloudProviderKwok, CloudProviderAWS))
+	}
 	for _, comp := range opts.Components {
-		if !slices.Contains(AllComponents, comp) {
-			errs = append(errs, fmt.Errorf("unknown component %q (known: %v)", comp, AllComponents))
+		if !slices.Contains(knownComponents, comp) {
+			errs = append(errs, fmt.Errorf("unknown component %q (known: %v)", comp, knownComponents))
 			continue
 		}
 		dir, hint := opts.BinDir, "make tools"
@@ -68,6 +101,8 @@ func (c *Cluster) extraComponents() ([]component, error) {
 			comp, err = c.joineryScheduler()
 		case JoineryController:
 			comp = c.joineryController()
+		case AWSEmulator:
+			comp = c.awsEmulator()
 		default:
 			err = fmt.Errorf("unknown component %q", name)
 		}

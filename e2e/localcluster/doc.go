@@ -5,6 +5,10 @@
 // readiness check, on free ports so that several clusters can run side by side. The
 // integration tests, the e2e suites, `make cluster` and `make run` build on it.
 //
+// With Options.CloudProvider CloudProviderAWS (and AWSComponents), the AWS emulator
+// (hack/awsemulator) runs too, started before joinery's binaries, which it serves as their AWS
+// endpoint; its node agent registers the instances they launch as kwok-managed Nodes.
+//
 // Layout of Options.Dir:
 //
 //	pki/               CA, serving and admin certificates, service-account key

@@ -8,10 +8,12 @@ import (
 )
 
 // joineryController runs bin/joinery-controller with leader election on, as in a real
-// deployment, the kwok cloud provider (NodeClaims become kwok nodes), and its metrics and
-// probes on free loopback ports. It is ready once /readyz is.
+// deployment, the cluster's cloud provider (kwok: NodeClaims become kwok nodes; aws: instances
+// of the emulator), and its metrics and probes on free loopback ports. It is ready once
+// /readyz is.
 func (c *Cluster) joineryController() component {
 	return component{
+		env:  c.awsEnv(),
 		name: string(JoineryController),
 		configure: func() ([]string, error) {
 			metrics, err := freePort()
@@ -23,14 +25,14 @@ func (c *Cluster) joineryController() component {
 				return nil, err
 			}
 			c.controllerMetricsPort, c.controllerProbePort = metrics, probe
-			return []string{
+			args := []string{
 				"--kubeconfig=" + c.kubeconfigPath,
 				"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(metrics),
 				"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probe),
 				"--leader-elect=true",
 				"--leader-election-namespace=kube-system",
-				"--cloud-provider=kwok",
-			}, nil
+			}
+			return append(args, c.cloudProviderArgs(true)...), nil
 		},
 		ready: func(ctx context.Context) error {
 			return probeOK(ctx, http.DefaultClient, fmt.Sprintf("http://127.0.0.1:%d/readyz", c.controllerProbePort))

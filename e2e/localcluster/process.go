@@ -35,8 +35,9 @@ type process struct {
 	waitErr error // valid once exited is closed
 }
 
-// startProcess starts binary with args, its stdout and stderr appended to logPath.
-func startProcess(name, binary string, args []string, logPath string) (*process, error) {
+// startProcess starts binary with args and, besides this process's environment, env; its
+// stdout and stderr are appended to logPath.
+func startProcess(name, binary string, args []string, logPath string, env ...string) (*process, error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open %s log: %w", name, err)
@@ -44,6 +45,9 @@ func startProcess(name, binary string, args []string, logPath string) (*process,
 	fmt.Fprintf(logFile, "=== %s %s %s\n", time.Now().Format(time.RFC3339), binary, strings.Join(args, " "))
 
 	cmd := exec.Command(binary, args...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{

@@ -81,6 +81,7 @@ func (c *Cluster) joineryScheduler() (component, error) {
 		return component{}, fmt.Errorf("write scheduler config: %w", err)
 	}
 	return component{
+		env:  c.awsEnv(),
 		name: string(JoineryScheduler),
 		configure: func() ([]string, error) {
 			port, err := freePort()
@@ -88,7 +89,7 @@ func (c *Cluster) joineryScheduler() (component, error) {
 				return nil, err
 			}
 			c.schedulerPort = port
-			return []string{
+			args := []string{
 				"--config=" + configPath,
 				"--authentication-kubeconfig=" + c.kubeconfigPath,
 				"--authorization-kubeconfig=" + c.kubeconfigPath,
@@ -96,7 +97,8 @@ func (c *Cluster) joineryScheduler() (component, error) {
 				"--secure-port=" + strconv.Itoa(port),
 				"--cert-dir=" + c.schedulerDir,
 				"--logging-format=json",
-			}, nil
+			}
+			return append(args, c.cloudProviderArgs(false)...), nil
 		},
 		ready: func(ctx context.Context) error {
 			return probeOK(ctx, loopbackHTTPS, fmt.Sprintf("https://127.0.0.1:%d/healthz", c.schedulerPort))

@@ -5,6 +5,9 @@
 //	localcluster up      start in the background, return once ready (make cluster)
 //	localcluster down    stop every process, free the ports, remove the data (make cluster-down)
 //	localcluster run     start, apply a sample workload and watch it live; Ctrl-C stops (make run)
+//
+// --cloud-provider=aws (or CLOUD_PROVIDER=aws) runs joinery with its AWS provider against the
+// AWS emulator (hack/awsemulator) instead of the kwok provider.
 package main
 
 import (
@@ -50,7 +53,11 @@ func newPaths() (paths, error) {
 
 func (p paths) statePath() string { return filepath.Join(p.clusterDir, "state.json") }
 
-func (p paths) options() localcluster.Options {
+func (p paths) options(cloudProvider string) (localcluster.Options, error) {
+	components, err := localcluster.ComponentsFor(cloudProvider)
+	if err != nil {
+		return localcluster.Options{}, err
+	}
 	return localcluster.Options{
 		BinDir:         p.toolsDir,
 		Dir:            p.clusterDir,
@@ -58,8 +65,20 @@ func (p paths) options() localcluster.Options {
 		KubeconfigPath: p.kubeconfig,
 		JoineryBinDir:  p.joineryBin,
 		CRDDir:         filepath.Join(p.root, "manifests", "crds"),
-		Components:     localcluster.AllComponents,
+		Components:     components,
+		CloudProvider:  cloudProvider,
+	}, nil
+}
+
+// cloudProviderEnv names the cloud provider when --cloud-provider is not given, as
+// `make run CLOUD_PROVIDER=aws` passes it.
+const cloudProviderEnv = "CLOUD_PROVIDER"
+
+func defaultCloudProvider() string {
+	if v := os.Getenv(cloudProviderEnv); v != "" {
+		return v
 	}
+	return localcluster.CloudProviderKwok
 }
 
 // startTimeout bounds start-up with built binaries; the figure to beat is 60 s.
@@ -78,19 +97,24 @@ func main() {
 	flags := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	build := flags.Bool("build", true, "build missing or stale binaries first (hack/tools.sh, make build)")
 	keep := flags.Bool("keep", false, "down: keep the cluster's data (etcd, certificates, kubeconfig)")
+	cloudProvider := flags.String("cloud-provider", defaultCloudProvider(), "up, run: joinery's cloud provider, kwok or aws (the AWS emulator); default $"+cloudProviderEnv+" or kwok")
 	if err := flags.Parse(os.Args[2:]); err != nil {
+		os.Exit(2)
+	}
+	if _, err := localcluster.ComponentsFor(*cloudProvider); err != nil {
+		fmt.Fprintln(os.Stderr, "localcluster:", err)
 		os.Exit(2)
 	}
 
 	switch os.Args[1] {
 	case "up":
-		err = up(p, *build)
+		err = up(p, *build, *cloudProvider)
 	case "serve": // the background supervisor `up` starts; not for people
-		err = serve(p)
+		err = serve(p, *cloudProvider)
 	case "down":
 		err = down(p, *keep)
 	case "run":
-		err = run(p, *build)
+		err = run(p, *build, *cloudProvider)
 	default:
 		usage()
 		os.Exit(2)
@@ -116,7 +140,9 @@ func usage() {
   down   stop it: every process ends, ports are freed, data removed unless --keep
   run    start it, apply a sample NodePool and workload, show them live; Ctrl-C stops
 flags:
-  --build=false   do not build binaries first
-  --keep          (down) keep etcd data, certificates and kubeconfig
+  --build=false         do not build binaries first
+  --keep                (down) keep etcd data, certificates and kubeconfig
+  --cloud-provider=aws  (up, run) joinery's AWS provider against the AWS emulator instead of
+                        kwok; also CLOUD_PROVIDER=aws
 `)
 }

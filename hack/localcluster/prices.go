@@ -1,17 +1,36 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/pricing"
 	corev1 "k8s.io/api/core/v1"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	awspricing "github.com/joinery-dev/joinery/cloudprovider/aws/pricing"
 	"github.com/joinery-dev/joinery/cloudprovider/kwok/catalog"
+	"github.com/joinery-dev/joinery/e2e/localcluster"
 )
 
-// priceBook is the hourly price of each offering the local cluster's cloud can sell, keyed by
-// the labels a node of that offering carries, so the live view prices nodes and NodeClaims
-// from their well-known labels the way a bill would.
+// pricer prices a node or NodeClaim from its well-known labels (instance type, capacity type,
+// zone), the way a bill would.
+type pricer interface {
+	price(labels map[string]string) (float64, bool)
+}
+
+// priceBookFor is the pricer of the cluster's cloud provider.
+func priceBookFor(ctx context.Context, c *localcluster.Cluster) (pricer, error) {
+	if c.CloudProvider() == localcluster.CloudProviderAWS {
+		return awsPriceBook(ctx, c.AWSEmulatorURL())
+	}
+	return kwokPriceBook()
+}
+
+// priceBook is the hourly price of each offering the local cluster's cloud can sell.
 type priceBook map[offeringKey]float64
 
 type offeringKey struct{ instanceType, capacityType, zone string }
@@ -39,4 +58,32 @@ func (b priceBook) price(labels map[string]string) (float64, bool) {
 		zone:         labels[corev1.LabelTopologyZone],
 	}]
 	return p, ok
+}
+
+// awsPrices are the emulator's prices as joinery reads them: the Pricing API for on-demand,
+// the spot price history for spot.
+type awsPrices struct{ prices *awspricing.Provider }
+
+func awsPriceBook(ctx context.Context, endpoint string) (pricer, error) {
+	cfg := aws.Config{
+		Region:       localcluster.AWSRegion,
+		BaseEndpoint: aws.String(endpoint),
+		Credentials:  credentials.NewStaticCredentialsProvider("AKIAJOINERYLOCAL", "local-cluster-secret", ""),
+	}
+	prices := awspricing.New(pricing.NewFromConfig(cfg), ec2.NewFromConfig(cfg), awspricing.Options{Region: cfg.Region})
+	if err := prices.Refresh(ctx); err != nil {
+		return nil, fmt.Errorf("reading the AWS emulator's prices: %w", err)
+	}
+	return awsPrices{prices}, nil
+}
+
+func (p awsPrices) price(labels map[string]string) (float64, bool) {
+	instanceType := labels[corev1.LabelInstanceTypeStable]
+	switch labels[karpv1.CapacityTypeLabelKey] {
+	case karpv1.CapacityTypeSpot:
+		return p.prices.SpotPrice(instanceType, labels[corev1.LabelTopologyZone])
+	case karpv1.CapacityTypeOnDemand:
+		return p.prices.OnDemandPrice(instanceType)
+	}
+	return 0, false
 }

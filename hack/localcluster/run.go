@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/joinery-dev/joinery/cloudprovider/aws/awstest"
 	"github.com/joinery-dev/joinery/e2e/localcluster"
 )
 
@@ -41,7 +43,7 @@ var nodeClaimsResource = schema.GroupVersionResource{Group: "karpenter.sh", Vers
 
 // run starts the cluster in the foreground, applies the samples, shows the live view every
 // refreshInterval and stops everything on Ctrl-C.
-func run(p paths, build bool) error {
+func run(p paths, build bool, cloudProvider string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if build {
@@ -52,8 +54,11 @@ func run(p paths, build bool) error {
 	if s, err := readState(p.statePath()); err == nil && alive(s.SupervisorPID) {
 		return errors.New("a local cluster started by `make cluster` is running; stop it with `make cluster-down` first")
 	}
-	say("starting the local cluster: etcd, kube-apiserver, kube-controller-manager, kwok, joinery-scheduler, joinery-controller")
-	opts := p.options()
+	opts, err := p.options(cloudProvider)
+	if err != nil {
+		return err
+	}
+	say("starting the local cluster with the %s cloud provider: etcd, kube-apiserver, %s", cloudProvider, joinComponents(opts.Components))
 	opts.Logger = progressLogger()
 	begin := time.Now()
 	startCtx, cancel := context.WithTimeout(ctx, startTimeout)
@@ -72,26 +77,41 @@ func run(p paths, build bool) error {
 	}()
 	say("local cluster ready in %s", time.Since(begin).Round(100*time.Millisecond))
 	say("while it runs: export KUBECONFIG=%s", c.KubeconfigPath())
+	if url := c.AWSEmulatorURL(); url != "" {
+		say("AWS emulator at %s (admin API under %s)", url, awstest.AdminPathPrefix)
+	}
 
 	note, err := applySamples(ctx, c)
 	if err != nil {
 		return err
 	}
-	return watch(ctx, c, note)
+	prices, err := priceBookFor(ctx, c)
+	if err != nil {
+		return err
+	}
+	return watch(ctx, c, note, prices)
 }
 
-// applySamples applies the NodePool, the kwok node class when its API exists, and the
+func joinComponents(components []localcluster.Component) string {
+	names := make([]string, len(components))
+	for i, c := range components {
+		names[i] = string(c)
+	}
+	return strings.Join(names, ", ")
+}
+
+// applySamples applies the node class of the cluster's cloud provider, its NodePool and the
 // workload; it returns what the view should say about provisioning.
 func applySamples(ctx context.Context, c *localcluster.Cluster) (string, error) {
 	applier, err := localcluster.NewApplier(c.RESTConfig())
 	if err != nil {
 		return "", err
 	}
-	note := "provisioning is not built yet: the sample pods stay pending until joinery's kwok provider exists"
-	files := []string{"samples/nodepool.yaml", "samples/workload.yaml"}
-	if applier.HasKind("karpenter.kwok.sh", "v1alpha1", "KWOKNodeClass") {
-		files = append([]string{"samples/kwoknodeclass.yaml"}, files...)
-		note = "joinery provisions kwok nodes for the pending pods"
+	files := []string{"samples/kwoknodeclass.yaml", "samples/nodepool.yaml", "samples/workload.yaml"}
+	note := "joinery provisions kwok nodes for the pending pods"
+	if c.CloudProvider() == localcluster.CloudProviderAWS {
+		files = []string{"samples/ec2nodeclass.yaml", "samples/nodepool-aws.yaml", "samples/workload.yaml"}
+		note = "joinery launches EC2 instances in the AWS emulator for the pending pods; the emulator registers them as nodes"
 	}
 	for _, name := range files {
 		data, err := samples.ReadFile(name)
@@ -108,7 +128,7 @@ func applySamples(ctx context.Context, c *localcluster.Cluster) (string, error) 
 
 // watch refreshes the live view until ctx ends or a component crashes. Once no sample pod is
 // pending (or settleTimeout passed), it scales the workload down.
-func watch(ctx context.Context, c *localcluster.Cluster, note string) error {
+func watch(ctx context.Context, c *localcluster.Cluster, note string, prices pricer) error {
 	client, err := kubernetes.NewForConfig(c.RESTConfig())
 	if err != nil {
 		return fmt.Errorf("client: %w", err)
@@ -116,10 +136,6 @@ func watch(ctx context.Context, c *localcluster.Cluster, note string) error {
 	dyn, err := dynamic.NewForConfig(c.RESTConfig())
 	if err != nil {
 		return fmt.Errorf("dynamic client: %w", err)
-	}
-	prices, err := kwokPriceBook()
-	if err != nil {
-		return err
 	}
 	settleBy := time.Now().Add(settleTimeout)
 	scaled := false

@@ -22,6 +22,10 @@ type state struct {
 	StartedAt     time.Time                  `json:"startedAt"`
 	ReadyAfter    string                     `json:"readyAfter"`
 	Processes     []localcluster.ProcessInfo `json:"processes"`
+	// CloudProvider is joinery's cloud provider: kwok or aws.
+	CloudProvider string `json:"cloudProvider,omitempty"`
+	// AWSEndpoint is the AWS emulator's URL when the cloud provider is aws.
+	AWSEndpoint string `json:"awsEndpoint,omitempty"`
 }
 
 func writeState(path string, s state) error {

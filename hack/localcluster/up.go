@@ -15,12 +15,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/joinery-dev/joinery/cloudprovider/aws/awstest"
 	"github.com/joinery-dev/joinery/e2e/localcluster"
 )
 
 // up starts `localcluster serve` in its own session, so the cluster outlives this command
 // and the terminal, shows the supervisor's progress, and returns once state.json says ready.
-func up(p paths, build bool) error {
+func up(p paths, build bool, cloudProvider string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if s, err := readState(p.statePath()); err == nil && alive(s.SupervisorPID) {
@@ -50,12 +51,12 @@ func up(p paths, build bool) error {
 		return fmt.Errorf("open supervisor log: %w", err)
 	}
 	defer logFile.Close()
-	cmd := exec.Command(self, "serve")
+	cmd := exec.Command(self, "serve", "--cloud-provider="+cloudProvider)
 	cmd.Dir = p.root
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// A new session: no controlling terminal, so closing it or Ctrl-C there leaves the cluster up.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	say("starting the local cluster (logs in %s)", p.logsDir)
+	say("starting the local cluster with the %s cloud provider (logs in %s)", cloudProvider, p.logsDir)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start supervisor: %w", err)
 	}
@@ -90,11 +91,14 @@ func up(p paths, build bool) error {
 // serve is the supervisor: it starts the cluster, records state.json, and stops the cluster
 // when `down` sends SIGTERM. Its component processes die with it (SIGKILL on parent death),
 // so no component outlives a killed supervisor.
-func serve(p paths) error {
+func serve(p paths, cloudProvider string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	opts := p.options()
+	opts, err := p.options(cloudProvider)
+	if err != nil {
+		return err
+	}
 	opts.Logger = logger
 	// `down` decides whether data stays (--keep) and removes it itself.
 	opts.KeepData = true
@@ -114,6 +118,8 @@ func serve(p paths) error {
 		StartedAt:     begin,
 		ReadyAfter:    time.Since(begin).Round(100 * time.Millisecond).String(),
 		Processes:     c.Processes(),
+		CloudProvider: c.CloudProvider(),
+		AWSEndpoint:   c.AWSEmulatorURL(),
 	}
 	if err := writeState(p.statePath(), s); err != nil {
 		return errors.Join(err, c.Stop())
@@ -135,6 +141,10 @@ use it with:
   kubectl get nodes,pods -A
 stop it with: make cluster-down
 `, s.Kubeconfig, s.Server, s.Kubeconfig)
+	if s.AWSEndpoint != "" {
+		fmt.Printf(`AWS emulator: %s   (admin API %s%s; awstest.AdminClient drives it)
+`, s.AWSEndpoint, s.AWSEndpoint, awstest.AdminPathPrefix)
+	}
 }
 
 // logFollower prints the lines appended to a file since the last call.

@@ -19,7 +19,7 @@ type snapshot struct {
 	nodes      []corev1.Node
 	nodeClaims []unstructured.Unstructured
 	note       string // what is happening: waiting, scaled down, ...
-	prices     priceBook
+	prices     pricer
 }
 
 // render writes the live view: pending pods, NodeClaims, nodes, running pods, cost per hour.
@@ -78,7 +78,7 @@ func render(w io.Writer, s snapshot) {
 
 // clusterCost sums the nodes' hourly prices; n/a when any node has no known price, since a
 // partial sum would understate the bill.
-func clusterCost(nodes []corev1.Node, prices priceBook) string {
+func clusterCost(nodes []corev1.Node, prices pricer) string {
 	var total float64
 	for _, node := range nodes {
 		price, ok := prices.price(node.Labels)

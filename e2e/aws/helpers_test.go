@@ -1,0 +1,194 @@
+package aws
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+
+	awsv1 "github.com/joinery-dev/joinery/apis/aws/v1"
+	"github.com/joinery-dev/joinery/cloudprovider"
+	"github.com/joinery-dev/joinery/cloudprovider/aws/awstest"
+	"github.com/joinery-dev/joinery/e2e/framework"
+	"github.com/joinery-dev/joinery/e2e/localcluster"
+)
+
+// Timeouts. Pending → Running takes the batcher's window (up to 10 s), a launch and a
+// registration (a second or two against the emulator); the rest is room for a loaded 2-core
+// machine.
+const (
+	runningTimeout  = 2 * time.Minute
+	nodeClassReady  = time.Minute
+	terminationWait = time.Minute
+)
+
+// groupLabel ties a test's NodePool, Nodes and pods together, so tests never share capacity.
+const groupLabel = "joinery.dev/e2e-group"
+
+// emulator returns the admin client of the local cluster's AWS emulator, skipping the test on
+// a cluster without one.
+func emulator(t *testing.T) *awstest.AdminClient {
+	t.Helper()
+	if env.AWS == nil {
+		t.Skip("needs the local cluster's AWS emulator; running against " + env.RESTConfig.Host)
+	}
+	return env.AWS
+}
+
+// createNodeClass creates an EC2NodeClass named name as on an EKS cluster set up for
+// Karpenter: the latest AL2023 image, subnets and security groups by discovery tag, the node
+// role. It returns once the class is Ready.
+func createNodeClass(t *testing.T, name string) *unstructured.Unstructured {
+	t.Helper()
+	env.Create(t, framework.EC2NodeClasses, fmt.Sprintf(`
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: %q}
+spec:
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: %[2]s}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: %[2]s}}]
+  role: %[3]s
+  tags: {team: e2e}
+`, name, localcluster.AWSClusterName, localcluster.AWSNodeRole))
+	return awaitNodeClassReady(t, name)
+}
+
+// awaitNodeClassReady waits until every condition of the EC2NodeClass is True.
+func awaitNodeClassReady(t *testing.T, name string) *unstructured.Unstructured {
+	t.Helper()
+	var class *unstructured.Unstructured
+	framework.Eventually(t, nodeClassReady, "ec2nodeclass "+name+" Ready", func(ctx context.Context) (bool, error) {
+		var err error
+		if class, err = env.Dynamic.Resource(framework.EC2NodeClasses).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return false, err
+		}
+		for _, condType := range []string{
+			awsv1.ConditionTypeSubnetsReady, awsv1.ConditionTypeSecurityGroupsReady, awsv1.ConditionTypeAMIsReady,
+			awsv1.ConditionTypeInstanceProfileReady, awsv1.ConditionTypeCapacityReservationsReady,
+			awsv1.ConditionTypeValidationSucceeded, awsv1.ConditionTypeReady,
+		} {
+			if err := framework.NodeClaimCondition(condType, "True")(*class); err != nil {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+	return class
+}
+
+// createNodePool creates a NodePool named name on the EC2NodeClass class; its nodes carry
+// groupLabel=name, and requirements are YAML flow mappings such as
+// `{key: karpenter.sh/capacity-type, operator: In, values: [spot]}`.
+func createNodePool(t *testing.T, name, class string, requirements ...string) {
+	t.Helper()
+	var reqs strings.Builder
+	for _, r := range append([]string{`{key: kubernetes.io/os, operator: In, values: [linux]}`}, requirements...) {
+		fmt.Fprintf(&reqs, "      - %s\n", r)
+	}
+	env.Create(t, framework.NodePools, fmt.Sprintf(`
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: %[1]q}
+spec:
+  template:
+    metadata:
+      labels: {%[3]s: %[1]q}
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: %[2]q}
+      requirements:
+%[4]s`, name, class, groupLabel, reqs.String()))
+}
+
+// createPods creates n pods of the group, each requesting cpu and 256Mi, on the group's nodes
+// only.
+func createPods(t *testing.T, ns, group string, n int, cpu string) {
+	t.Helper()
+	for i := range n {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", group, i), Namespace: ns, Labels: map[string]string{groupLabel: group}},
+			Spec: corev1.PodSpec{
+				NodeSelector:                  map[string]string{groupLabel: group},
+				TerminationGracePeriodSeconds: ptr.To[int64](0),
+				Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("256Mi")},
+				}}},
+			},
+		}
+		if _, err := env.Client.CoreV1().Pods(ns).Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create pod %s: %v", pod.Name, err)
+		}
+	}
+}
+
+func running(pod corev1.Pod) error {
+	if pod.Status.Phase != corev1.PodRunning {
+		return fmt.Errorf("phase %s on node %q", pod.Status.Phase, pod.Spec.NodeName)
+	}
+	return nil
+}
+
+// instancesOf returns the emulator's instances launched for NodePool pool, terminated ones
+// included.
+func instancesOf(t *testing.T, pool string) []awstest.Instance {
+	t.Helper()
+	all, err := emulator(t).Instances(t.Context())
+	if err != nil {
+		t.Fatalf("listing the emulator's instances: %v", err)
+	}
+	return slices.DeleteFunc(all, func(inst awstest.Instance) bool { return inst.Tags[awsv1.TagNodePool] != pool })
+}
+
+// live drops terminated and terminating instances.
+func live(instances []awstest.Instance) []awstest.Instance {
+	return slices.DeleteFunc(slices.Clone(instances), func(inst awstest.Instance) bool {
+		return inst.State == awstest.InstanceStateTerminated || inst.State == awstest.InstanceStateShuttingDown
+	})
+}
+
+// providerID is the providerID the instance's Node and NodeClaim carry.
+func providerID(inst awstest.Instance) string { return fmt.Sprintf("aws:///%s/%s", inst.Zone, inst.ID) }
+
+// nodeClaimsOf returns the NodeClaims of pool once want of them are Ready.
+func nodeClaimsOf(t *testing.T, pool string, want int) []unstructured.Unstructured {
+	t.Helper()
+	return env.AwaitNodeClaims(t, "karpenter.sh/nodepool="+pool, want, runningTimeout, framework.NodeClaimCondition("Ready", "True"))
+}
+
+func nodeClaimField(nc unstructured.Unstructured, path ...string) string {
+	v, _, _ := unstructured.NestedString(nc.Object, path...)
+	return v
+}
+
+// nodeByProviderID returns the Node with the provider ID, or nil.
+func nodeByProviderID(t *testing.T, id string) *corev1.Node {
+	t.Helper()
+	nodes, err := env.Client.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("list nodes: %v", err)
+	}
+	for i := range nodes.Items {
+		if nodes.Items[i].Spec.ProviderID == id {
+			return &nodes.Items[i]
+		}
+	}
+	return nil
+}
+
+// unavailableOfferings returns the controller's record of offerings refused for capacity.
+func unavailableOfferings(t *testing.T) map[string]string {
+	t.Helper()
+	cm, err := env.Client.CoreV1().ConfigMaps("kube-system").Get(t.Context(), cloudprovider.UnavailableOfferingsConfigMap, metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	return cm.Data
+}
