@@ -8,7 +8,6 @@ import (
 	"time"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
@@ -17,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/joinery-dev/joinery/e2e/framework"
-	"github.com/joinery-dev/joinery/e2e/localcluster"
 )
 
 // driftTimeout bounds an EC2NodeClass re-resolved → its NodeClaims marked Drifted.
@@ -50,11 +48,7 @@ func TestAMIAliasReleaseDriftsNodeClaims(t *testing.T) {
 	}
 	oldImage := instances[0].ImageID
 
-	cfg := awssdk.Config{
-		Region:       localcluster.AWSRegion,
-		BaseEndpoint: awssdk.String(env.Cluster.AWSEmulatorURL()),
-		Credentials:  credentials.NewStaticCredentialsProvider("AKIAJOINERYE2E", "e2e", ""),
-	}
+	cfg := emulatorConfig(t)
 	ssmClient := ssm.NewFromConfig(cfg)
 	latest := fmt.Sprintf("/aws/service/eks/optimized-ami/%s/amazon-linux-2023/x86_64/standard/recommended/image_id", kubernetesVersion(t))
 	current, err := ssmClient.GetParameter(t.Context(), &ssm.GetParameterInput{Name: awssdk.String(latest)})

@@ -8,12 +8,15 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	awsv1 "github.com/joinery-dev/joinery/apis/aws/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/cloudprovider/aws/awstest"
@@ -191,4 +194,42 @@ func unavailableOfferings(t *testing.T) map[string]string {
 		return nil
 	}
 	return cm.Data
+}
+
+// emulatorConfig is an AWS SDK configuration that talks to the local cluster's emulator, for
+// tests that call AWS APIs themselves (SSM, SQS) as an operator or EventBridge would.
+func emulatorConfig(t *testing.T) awssdk.Config {
+	t.Helper()
+	return awssdk.Config{
+		Region:       localcluster.AWSRegion,
+		BaseEndpoint: awssdk.String(emulator(t).URL),
+		Credentials:  credentials.NewStaticCredentialsProvider("AKIAJOINERYE2E", "e2e", ""),
+	}
+}
+
+// createDeployment creates a Deployment of n replicas of the group, each requesting cpu and
+// 256Mi, on the group's nodes only: pods that are evicted come back, as a workload's do.
+func createDeployment(t *testing.T, ns, group string, n int32, cpu string) {
+	t.Helper()
+	labels := map[string]string{groupLabel: group}
+	deployment := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: group, Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(n),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					NodeSelector:                  labels,
+					TerminationGracePeriodSeconds: ptr.To[int64](0),
+					Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{
+						Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("256Mi")},
+					}}},
+				},
+			},
+		},
+	}
+	if _, err := env.Client.AppsV1().Deployments(ns).Create(t.Context(), deployment, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create deployment %s: %v", group, err)
+	}
 }

@@ -23,6 +23,9 @@ const (
 	AWSRegion      = awstest.DefaultRegion
 	// AWSNodeRole is the seeded IAM role nodes run as (spec.role of an EC2NodeClass).
 	AWSNodeRole = "KarpenterNodeRole-" + AWSClusterName
+	// AWSInterruptionQueue is the SQS queue the emulator creates and joinery-controller polls
+	// for interruption events; Karpenter's convention names it after the cluster.
+	AWSInterruptionQueue = AWSClusterName
 )
 
 // clusterDNS is the DNS address nodes are told about: the tenth of serviceCIDR, as kubeadm
@@ -60,6 +63,7 @@ func (c *Cluster) awsEmulator() component {
 				"--region=" + AWSRegion,
 				"--kubeconfig=" + c.kubeconfigPath,
 				"--cluster-name=" + AWSClusterName,
+				"--create-queues=" + AWSInterruptionQueue,
 			}, nil
 		},
 		ready: func(ctx context.Context) error {
@@ -100,7 +104,7 @@ func (c *Cluster) cloudProviderArgs(controller bool) []string {
 		"--aws-endpoint-url=" + c.AWSEmulatorURL(),
 	}
 	if controller {
-		args = append(args, "--cluster-dns="+clusterDNS, "--cluster-service-cidr="+serviceCIDR)
+		args = append(args, "--cluster-dns="+clusterDNS, "--cluster-service-cidr="+serviceCIDR, "--interruption-queue="+AWSInterruptionQueue)
 	}
 	return args
 }

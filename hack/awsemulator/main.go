@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -37,6 +38,8 @@ type options struct {
 	kubeconfig  string
 	clusterName string
 	interval    time.Duration
+	// queues are SQS queues created at start, e.g. joinery-controller's interruption queue.
+	queues string
 }
 
 func main() {
@@ -47,6 +50,7 @@ func main() {
 	flag.StringVar(&opts.kubeconfig, "kubeconfig", "", "cluster whose Nodes the node agent registers; empty runs the APIs without the node agent")
 	flag.StringVar(&opts.clusterName, "cluster-name", awstest.DefaultClusterName, "cluster instances must bootstrap into to become Nodes (joinery-controller's --cluster-name)")
 	flag.DurationVar(&opts.interval, "sync-interval", 500*time.Millisecond, "how often the node agent compares instances and Nodes")
+	flag.StringVar(&opts.queues, "create-queues", "", "comma-separated SQS queues to create at start, e.g. the interruption queue joinery-controller polls")
 	flag.Parse()
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -73,6 +77,14 @@ func run(opts options, log *slog.Logger) error {
 
 	server := awstest.NewServer(awstest.Options{Region: opts.region})
 	defer server.Close()
+	for _, queue := range strings.Split(opts.queues, ",") {
+		if queue = strings.TrimSpace(queue); queue == "" {
+			continue
+		}
+		if _, err := server.CreateQueue(queue); err != nil {
+			return fmt.Errorf("creating SQS queue %s: %w", queue, err)
+		}
+	}
 	listener, err := net.Listen("tcp", net.JoinHostPort(opts.address, strconv.Itoa(opts.port)))
 	if err != nil {
 		return fmt.Errorf("listening: %w", err)
