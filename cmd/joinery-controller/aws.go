@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	awsv1 "github.com/joinery-dev/joinery/apis/aws/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/cloudprovider/aws/amifamily"
 	awsnodeclass "github.com/joinery-dev/joinery/cloudprovider/aws/nodeclass"
@@ -68,11 +69,6 @@ func newAWSProvider(ctx context.Context, mgr ctrl.Manager, namespace string, set
 	if err != nil {
 		return nil, fmt.Errorf("creating the EC2NodeClass resolver: %w", err)
 	}
-	recorder := mgr.GetEventRecorder(nodeclaim.EventSource)
-	if err := nodeclasscontroller.New(mgr.GetClient(), resolver, recorder, nil, nodeclasscontroller.Options{}).SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("setting up %s: %w", nodeclasscontroller.Name, err)
-	}
-
 	// The same record the NodeClaim lifecycle controller writes and the scheduler plugin reads.
 	unavailable := state.NewUnavailableOfferings(mgr.GetClient(), mgr.GetAPIReader(), namespace, clock.RealClock{})
 	provider := awsprovider.NewFromConfig(cfg, mgr.GetClient(), instanceTypes.Types, awsprovider.Options{
@@ -80,6 +76,16 @@ func newAWSProvider(ctx context.Context, mgr ctrl.Manager, namespace string, set
 		Unavailable: unavailable,
 		Logger:      log.WithName("provider"),
 	})
+	recorder := mgr.GetEventRecorder(nodeclaim.EventSource)
+	if err := nodeclasscontroller.New(mgr.GetClient(), resolver, recorder, nil, nodeclasscontroller.Options{
+		// A deleted class takes its launch templates with it.
+		OnDelete: func(ctx context.Context, nc *awsv1.EC2NodeClass) error {
+			return provider.DeleteLaunchTemplates(ctx, nc.Name)
+		},
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up %s: %w", nodeclasscontroller.Name, err)
+	}
+
 	cleanup := manager.RunnableFunc(func(ctx context.Context) error {
 		provider.Run(ctx, templateCleanupInterval, templateUnusedFor)
 		return nil

@@ -59,6 +59,10 @@ type Options struct {
 	// DeletionPollInterval is how often a deleting class checks for NodeClaims still using it,
 	// besides reacting to their deletion; 10 seconds if zero.
 	DeletionPollInterval time.Duration
+	// OnDelete, when set, cleans up what else joinery made for a deleting class (its launch
+	// templates) once no NodeClaim uses it, before the instance profile goes. An error keeps
+	// the finalizer and is retried.
+	OnDelete func(ctx context.Context, nc *awsv1.EC2NodeClass) error
 }
 
 func (o *Options) defaults() {

@@ -22,8 +22,9 @@ const ec2NodeClassKind = "EC2NodeClass"
 // maxNamesInEvent bounds the NodeClaims an event lists.
 const maxNamesInEvent = 5
 
-// finalize lets a deleting class go once no NodeClaim refers to it: it deletes the instance
-// profile joinery manages for the class and removes the finalizer. Until then it says, in an
+// finalize lets a deleting class go once no NodeClaim refers to it: it runs the OnDelete
+// cleanup, deletes the instance profile joinery manages for the class and removes the
+// finalizer. Until then it says, in an
 // event, which NodeClaims it waits for.
 func (c *Controller) finalize(ctx context.Context, nc *awsv1.EC2NodeClass) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(nc, TerminationFinalizer) {
@@ -45,6 +46,12 @@ func (c *Controller) finalize(ctx context.Context, nc *awsv1.EC2NodeClass) (ctrl
 		c.recorder.Eventf(nc, nil, corev1.EventTypeNormal, "WaitingOnNodeClaimTermination", "Delete", note)
 		logr.FromContextOrDiscard(ctx).V(1).Info("deletion waits for nodeclaims", "nodeClaims", len(users))
 		return ctrl.Result{RequeueAfter: c.opts.DeletionPollInterval}, nil
+	}
+	if c.opts.OnDelete != nil {
+		if err := c.opts.OnDelete(ctx, nc); err != nil {
+			c.recorder.Eventf(nc, nil, corev1.EventTypeWarning, "FailedCleanup", "Delete", "Cleaning up after the class: %v", err)
+			return ctrl.Result{}, fmt.Errorf("cleaning up after ec2nodeclass %s: %w", nc.Name, err)
+		}
 	}
 	if err := c.resolver.DeleteInstanceProfile(ctx, nc); err != nil {
 		c.recorder.Eventf(nc, nil, corev1.EventTypeWarning, "FailedDeletingInstanceProfile", "Delete", "Deleting the managed instance profile: %v", err)

@@ -51,6 +51,8 @@ type env struct {
 	resolver *ncaws.Resolver
 	client   client.Client
 	version  string // the API server's Kubernetes version, as aliases see it
+	// cleanedUp receives the name of each class the controller's OnDelete hook ran for.
+	cleanedUp chan string
 }
 
 // start runs the controller in a manager of its own for the test. Short intervals let retries
@@ -96,9 +98,14 @@ func start(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cleanedUp := make(chan string, 16)
 	controller := ncctrl.New(mgr.GetClient(), resolver, mgr.GetEventRecorder("karpenter"), nil, ncctrl.Options{
 		ResyncInterval: 10 * time.Minute, NotReadyInterval: time.Second, RetryInterval: 200 * time.Millisecond,
 		DeletionPollInterval: 300 * time.Millisecond,
+		OnDelete: func(_ context.Context, nc *awsv1.EC2NodeClass) error {
+			cleanedUp <- nc.Name
+			return nil
+		},
 	})
 	if err := controller.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
@@ -116,7 +123,7 @@ func start(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{srv: srv, resolver: resolver, client: c, version: version}
+	return &env{srv: srv, resolver: resolver, client: c, version: version, cleanedUp: cleanedUp}
 }
 
 // create creates the class and, when the test ends, deletes it and waits until it is gone

@@ -236,6 +236,11 @@ func TestDeletionWaitsForNodeClaims(t *testing.T) {
 	if _, ok := e.srv.InstanceProfile(profile); !ok {
 		t.Fatal("the instance profile was deleted while a NodeClaim still uses the class")
 	}
+	select {
+	case name := <-e.cleanedUp:
+		t.Fatalf("OnDelete ran for %s while a NodeClaim still uses the class", name)
+	default:
+	}
 
 	if err := e.client.Delete(t.Context(), claim); err != nil {
 		t.Fatal(err)
@@ -249,6 +254,14 @@ func TestDeletionWaitsForNodeClaims(t *testing.T) {
 	}
 	if _, ok := e.srv.InstanceProfile(profile); ok {
 		t.Error("the managed instance profile outlived its class")
+	}
+	select {
+	case name := <-e.cleanedUp:
+		if name != "in-use" {
+			t.Errorf("OnDelete ran for %q, want in-use", name)
+		}
+	default:
+		t.Error("the class went without its OnDelete cleanup (its launch templates)")
 	}
 }
 
