@@ -66,7 +66,11 @@ func TestEquivalenceKey(t *testing.T) {
 
 func TestNewHypotheticalNode(t *testing.T) {
 	node := testNode("new-1", "4", "8Gi", inZone("zone-a"), withLabel("team", "data"), withTaint("dedicated", "data"))
-	want := map[string]string{zoneLabel: "zone-a", "team": "data", corev1.LabelHostname: "new-1"}
+	// The EBS CSI and the deprecated beta zone keys follow the zone, as on real nodes.
+	want := map[string]string{
+		zoneLabel: "zone-a", EBSZoneLabelKey: "zone-a", corev1.LabelFailureDomainBetaZone: "zone-a",
+		"team": "data", corev1.LabelHostname: "new-1",
+	}
 	for k, v := range want {
 		if node.Labels[k] != v {
 			t.Errorf("label %s = %q, want %q", k, node.Labels[k], v)

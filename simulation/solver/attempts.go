@@ -23,7 +23,8 @@ type attempt struct {
 	// cannot make them accept it (no topology spread, no required pod affinity), so siblings
 	// may skip that node.
 	monotone bool
-	// topologyKeys are the keys the attempt's spread and pod (anti-)affinity terms look at.
+	// topologyKeys are the keys the attempt's spread and pod (anti-)affinity terms and its
+	// volumes look at.
 	topologyKeys []string
 }
 
@@ -43,6 +44,7 @@ func (s *Solver) attempts(pod *corev1.Pod) []attempt {
 	if s.opts.PreferencePolicy == PreferenceRespect {
 		prefs = preferences(pod)
 	}
+	volumeKeys := s.volumes.keys(pod)
 	var out []attempt
 	add := func(alt int, kept int) {
 		a := attempt{reqs: alternatives[alt].Clone(), key: fmt.Sprintf("%s/%d/%d", class, alt, kept)}
@@ -56,6 +58,11 @@ func (s *Solver) attempts(pod *corev1.Pod) []attempt {
 			}
 		}
 		a.monotone, a.topologyKeys = inspect(a.pod)
+		if len(volumeKeys) > 0 {
+			a.topologyKeys = append(a.topologyKeys, volumeKeys...)
+			slices.Sort(a.topologyKeys)
+			a.topologyKeys = slices.Compact(a.topologyKeys)
+		}
 		out = append(out, a)
 	}
 	for alt := range alternatives {
@@ -189,4 +196,45 @@ func inspect(pod *corev1.Pod) (monotone bool, keys []string) {
 	}
 	slices.Sort(keys)
 	return monotone, slices.Compact(keys)
+}
+
+// topologyKeysOf lists every key pod's spread constraints and pod (anti-)affinity terms may
+// look at, preferred ones included (a preference is tried as required).
+func topologyKeysOf(pod *corev1.Pod) []string {
+	var keys []string
+	for _, c := range pod.Spec.TopologySpreadConstraints {
+		keys = append(keys, c.TopologyKey)
+	}
+	a := pod.Spec.Affinity
+	if a == nil {
+		return keys
+	}
+	for _, terms := range [][]corev1.PodAffinityTerm{podAffinityTerms(a.PodAffinity), podAntiAffinityTerms(a.PodAntiAffinity)} {
+		for _, t := range terms {
+			keys = append(keys, t.TopologyKey)
+		}
+	}
+	return keys
+}
+
+func podAffinityTerms(pa *corev1.PodAffinity) []corev1.PodAffinityTerm {
+	if pa == nil {
+		return nil
+	}
+	terms := slices.Clone(pa.RequiredDuringSchedulingIgnoredDuringExecution)
+	for _, w := range pa.PreferredDuringSchedulingIgnoredDuringExecution {
+		terms = append(terms, w.PodAffinityTerm)
+	}
+	return terms
+}
+
+func podAntiAffinityTerms(pa *corev1.PodAntiAffinity) []corev1.PodAffinityTerm {
+	if pa == nil {
+		return nil
+	}
+	terms := slices.Clone(pa.RequiredDuringSchedulingIgnoredDuringExecution)
+	for _, w := range pa.PreferredDuringSchedulingIgnoredDuringExecution {
+		terms = append(terms, w.PodAffinityTerm)
+	}
+	return terms
 }

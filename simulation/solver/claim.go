@@ -34,8 +34,11 @@ type claim struct {
 
 	requests vec // pods and daemons
 	pods     []*corev1.Pod
-	labels   map[string]string // labels on the concrete node besides reqs'
-	// current caches nodeLabels(reqs).
+	// chosen are values the node carries for keys reqs leaves with several values, because
+	// some pod's node affinity needs the label to exist; the NodeClaim keeps the whole set.
+	// Never a topology key (run.isTopologyKey): nothing counts a node by a chosen value.
+	chosen map[string]string
+	// current caches nodeLabels(reqs, chosen).
 	current map[string]string
 	// labelsVersion counts the changes of reqs, so marks made for the node's old labels
 	// (memo.spread) are recognised as outdated.
@@ -45,28 +48,28 @@ type claim struct {
 // currentLabels are the labels of the claim's node as it is in the snapshot.
 func (c *claim) currentLabels() map[string]string {
 	if c.current == nil {
-		c.current = c.nodeLabels(c.reqs)
+		c.current = nodeLabels(c.reqs, c.chosen)
 	}
 	return c.current
 }
 
-// setRequirements narrows the claim's requirements (its node was updated to match).
-func (c *claim) setRequirements(reqs scheduling.Requirements) {
-	if len(reqs) != len(c.reqs) || !sameRequirements(reqs, c.reqs) {
+// setRequirements narrows the claim's requirements and sets its chosen values (its node was
+// updated to match).
+func (c *claim) setRequirements(reqs scheduling.Requirements, chosen map[string]string) {
+	if len(reqs) != len(c.reqs) || !sameRequirements(reqs, c.reqs) || !maps.Equal(chosen, c.chosen) {
 		c.labelsVersion++
 	}
-	c.reqs = reqs
+	c.reqs, c.chosen = reqs, chosen
 	c.current = nil
 }
 
-// node builds the Node the Filters see for reqs.
-func (c *claim) node(reqs scheduling.Requirements) *corev1.Node {
+// node builds the Node the Filters see for reqs and chosen values.
+func (c *claim) node(reqs scheduling.Requirements, chosen map[string]string) *corev1.Node {
 	return simulation.NewHypotheticalNode(simulation.NodeTemplate{
-		Name:         c.name,
-		Requirements: reqs,
-		Labels:       c.labels,
-		Taints:       c.taints,
-		Allocatable:  c.bound,
+		Name:        c.name,
+		Labels:      nodeLabels(reqs, chosen),
+		Taints:      c.taints,
+		Allocatable: c.bound,
 	})
 }
 
@@ -81,9 +84,17 @@ func (c *claim) holds(a allocatables, its cloudprovider.InstanceTypes, requests 
 	return a.anyFits(its, requests)
 }
 
-// nodeLabels are the labels the claim's concrete node has now.
-func (c *claim) nodeLabels(reqs scheduling.Requirements) map[string]string {
+// nodeLabels are the labels of a node meeting reqs: one per key reqs decides, and the chosen
+// value of each other key that reqs still allows it for.
+func nodeLabels(reqs scheduling.Requirements, chosen map[string]string) map[string]string {
 	labels := reqs.Labels()
-	maps.Copy(labels, c.labels)
+	for k, v := range chosen {
+		if _, decided := labels[k]; decided {
+			continue
+		}
+		if q, ok := reqs[k]; ok && !q.AllowsAbsent() && q.Has(v) {
+			labels[k] = v
+		}
+	}
 	return labels
 }

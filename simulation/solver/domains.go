@@ -2,6 +2,7 @@ package solver
 
 import (
 	"fmt"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -18,12 +19,19 @@ const domainTaintKey = "joinery.dev/topology-domain"
 // domainLabelKeys are the keys a placeholder node carries per combination.
 var domainLabelKeys = []string{corev1.LabelTopologyZone, karpv1.CapacityTypeLabelKey, corev1.LabelArchStable, corev1.LabelOSStable}
 
+// maxCustomDomains bounds the combinations of user-defined label values a NodePool's
+// placeholder nodes enumerate; keys past the bound are left off the placeholders.
+const maxCustomDomains = 256
+
 // addDomains adds an empty, tainted placeholder node for every (zone, capacity type, arch, os)
-// a NodePool can launch. PodTopologySpread counts the domains of the nodes in the snapshot; a
-// zone where nothing runs yet but a NodePool could launch must count as a domain with zero
-// pods, as Karpenter counts it, or the Filters would let a spread pile onto the first zone.
+// a NodePool can launch, crossed with every combination of the values its requirements list
+// for user-defined labels (In with several values). PodTopologySpread counts the domains of
+// the nodes in the snapshot; a zone (or rack) where nothing runs yet but a NodePool could
+// launch must count as a domain with zero pods, as Karpenter counts it, or the Filters would
+// let a spread pile onto the first one.
 func (r *run) addDomains() error {
 	for _, p := range r.pools {
+		custom := customDomains(p.reqs)
 		combos := sets.New[string]()
 		var nodes []*corev1.Node
 		for _, it := range p.its {
@@ -39,18 +47,21 @@ func (r *run) addDomains() error {
 							continue
 						}
 						combos.Insert(key)
-						labels := p.reqs.Labels()
-						for i, k := range domainLabelKeys {
-							if values[i] != "" {
-								labels[k] = values[i]
+						for _, extra := range custom {
+							labels := p.reqs.Labels()
+							maps.Copy(labels, extra)
+							for i, k := range domainLabelKeys {
+								if values[i] != "" {
+									labels[k] = values[i]
+								}
 							}
+							name := fmt.Sprintf("joinery-domain-%s-%d", p.np.Name, len(nodes)+1)
+							nodes = append(nodes, simulation.NewHypotheticalNode(simulation.NodeTemplate{
+								Name:   name,
+								Labels: labels,
+								Taints: []corev1.Taint{{Key: domainTaintKey, Effect: corev1.TaintEffectNoSchedule}},
+							}))
 						}
-						name := fmt.Sprintf("joinery-domain-%s-%d", p.np.Name, combos.Len())
-						nodes = append(nodes, simulation.NewHypotheticalNode(simulation.NodeTemplate{
-							Name:   name,
-							Labels: labels,
-							Taints: []corev1.Taint{{Key: domainTaintKey, Effect: corev1.TaintEffectNoSchedule}},
-						}))
 					}
 				}
 			}
@@ -62,6 +73,29 @@ func (r *run) addDomains() error {
 		}
 	}
 	return nil
+}
+
+// customDomains lists every combination of the values reqs lists for user-defined labels
+// with several In values (well-known keys are enumerated from the offerings instead), up to
+// maxCustomDomains; one empty combination when there are none.
+func customDomains(reqs scheduling.Requirements) []map[string]string {
+	out := []map[string]string{{}}
+	for _, key := range reqs.Keys() {
+		values, ok := finite(reqs[key])
+		if !ok || len(values) < 2 || isWellKnown(key) || len(out)*len(values) > maxCustomDomains {
+			continue
+		}
+		next := make([]map[string]string, 0, len(out)*len(values))
+		for _, base := range out {
+			for _, v := range values {
+				labels := maps.Clone(base)
+				labels[key] = v
+				next = append(next, labels)
+			}
+		}
+		out = next
+	}
+	return out
 }
 
 // valuesOf lists the values of have (an instance type's requirement) that want allows, or

@@ -8,8 +8,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
@@ -246,13 +248,20 @@ func withMinValues(p MinValuesPolicy) solverOption {
 // newTestSolver builds a solver over state with the default profile and a fake clientset.
 func newTestSolver(tb testing.TB, state *StaticState, its cloudprovider.InstanceTypes, opts ...solverOption) *Solver {
 	tb.Helper()
+	return newTestSolverWith(tb, state, its, nil, opts...)
+}
+
+// newTestSolverWith is newTestSolver with objects (volumes, storage classes) in the fake
+// clientset the plugins read.
+func newTestSolverWith(tb testing.TB, state *StaticState, its cloudprovider.InstanceTypes, objects []runtime.Object, opts ...solverOption) *Solver {
+	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	tb.Cleanup(cancel)
 	profile, err := simulation.DefaultProfile()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	client := fake.NewClientset()
+	client := fake.NewClientset(objects...)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	o := Options{
 		State: state, InstanceTypes: staticTypes(its), Profile: profile,
@@ -270,17 +279,20 @@ func newTestSolver(tb testing.TB, state *StaticState, its cloudprovider.Instance
 	return s
 }
 
-// planAndVerify plans batch and runs the fidelity check on the result.
-func planAndVerify(t *testing.T, state *StaticState, batch []*corev1.Pod, opts ...solverOption) *simulation.Plan {
+// planAndVerify plans batch, with objects in the cluster besides state, and runs the
+// fidelity check on the result.
+func planAndVerify(t *testing.T, state *StaticState, objects []runtime.Object, batch []*corev1.Pod, opts ...solverOption) *simulation.Plan {
 	t.Helper()
 	its := kwokTypes(t)
-	s := newTestSolver(t, state, its, opts...)
+	s := newTestSolverWith(t, state, its, objects, opts...)
 	plan, err := s.Plan(t.Context(), batch)
 	if err != nil {
 		t.Fatal(err)
 	}
 	profile, _ := simulation.DefaultProfile()
-	if err := VerifyPlan(t.Context(), plan, state, its, profile, batch, simulation.FrameworkOptions{}); err != nil {
+	client := fake.NewClientset(objects...)
+	verifyOpts := simulation.FrameworkOptions{Client: client, InformerFactory: informers.NewSharedInformerFactory(client, 0)}
+	if err := VerifyPlan(t.Context(), plan, state, its, profile, batch, verifyOpts); err != nil {
 		t.Fatalf("fidelity check: %v", err)
 	}
 	return plan
@@ -299,4 +311,67 @@ func instanceTypes(nc *karpv1.NodeClaim) []string {
 		}
 	}
 	return nil
+}
+
+func mountingClaim(claim string) podOption {
+	return func(p *corev1.Pod) {
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: claim, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim},
+		}})
+	}
+}
+
+// boundVolume is a CSI PersistentVolume bound to the claim default/claim, whose node affinity
+// requires key In values, with that claim.
+func boundVolume(name, claim, key string, values ...string) []runtime.Object {
+	class := "manual"
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")},
+			AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName:       class,
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "ebs.csi.aws.com", VolumeHandle: "vol-" + name}},
+			ClaimRef:               &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: "default", Name: claim},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: key, Operator: corev1.NodeSelectorOpIn, Values: values}},
+			}}}},
+		},
+		Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeBound},
+	}
+	pvc := claimOf(claim, class)
+	pvc.Annotations = map[string]string{"pv.kubernetes.io/bind-completed": "yes"}
+	pvc.Spec.VolumeName = name
+	pvc.Status = corev1.PersistentVolumeClaimStatus{
+		Phase:       corev1.ClaimBound,
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		Capacity:    corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")},
+	}
+	return []runtime.Object{pv, pvc}
+}
+
+// delayedVolume is an unbound claim of a WaitForFirstConsumer StorageClass that provisions
+// in zones.
+func delayedVolume(claim string, zones ...string) []runtime.Object {
+	mode := storagev1.VolumeBindingWaitForFirstConsumer
+	class := &storagev1.StorageClass{
+		ObjectMeta:        metav1.ObjectMeta{Name: "zonal"},
+		Provisioner:       "ebs.csi.aws.com",
+		VolumeBindingMode: &mode,
+		AllowedTopologies: []corev1.TopologySelectorTerm{{MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{
+			{Key: corev1.LabelTopologyZone, Values: zones},
+		}}},
+	}
+	return []runtime.Object{class, claimOf(claim, class.Name)}
+}
+
+func claimOf(name, class string) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: &class,
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")}},
+		},
+	}
 }

@@ -3,6 +3,7 @@ package solver
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -36,7 +37,7 @@ func (r *run) addInFlight(ctx context.Context, nodeClaims []*karpv1.NodeClaim, n
 		if c == nil {
 			continue
 		}
-		if err := r.engine.Snapshot().AddNode(c.node(c.reqs)); err != nil {
+		if err := r.engine.Snapshot().AddNode(c.node(c.reqs, c.chosen)); err != nil {
 			return fmt.Errorf("adding in-flight nodeclaim %s: %w", nc.Name, err)
 		}
 		daemons, err := addDaemons(ctx, r.engine, r.daemons, c.name)
@@ -89,5 +90,16 @@ func (r *run) inFlightClaim(nc *karpv1.NodeClaim) *claim {
 		return nil
 	}
 	c.boundVec = toVec(c.bound)
+	// Keys the NodeClaim leaves open get a value on the node, so a pod that accepts every
+	// value (admits checks) passes its node affinity there; topology keys stay unlabelled,
+	// as nothing may count the node in a domain it may not launch in.
+	var open []string
+	for key := range reqs {
+		if !r.isTopologyKey(key) && key != corev1.LabelHostname {
+			open = append(open, key)
+		}
+	}
+	slices.Sort(open)
+	c.chosen = chooseValues(reqs, its, open, nil)
 	return c
 }

@@ -41,7 +41,8 @@ func (r *run) nodeClaim(c *claim) (*karpv1.NodeClaim, error) {
 	np := c.pool.np
 	template := np.Spec.Template
 	reqs := c.reqs.Clone()
-	// A user-defined label that only has to exist gets a value now: the node must carry one.
+	// A user-defined label that only has to exist gets a value now: the node must carry one,
+	// the one the Filters saw if a pod's node affinity made the solver choose it.
 	for key, q := range reqs {
 		if isWellKnown(key) || q.AllowsAbsent() || q.Len() == 1 {
 			continue
@@ -49,7 +50,11 @@ func (r *run) nodeClaim(c *claim) (*karpv1.NodeClaim, error) {
 		if _, ok := finite(q); ok {
 			continue // a finite choice is left to the launch, like a zone
 		}
-		chosen := scheduling.NewRequirement(key, corev1.NodeSelectorOpIn, q.Any())
+		value := c.chosen[key]
+		if value == "" || !q.Has(value) {
+			value = q.Any()
+		}
+		chosen := scheduling.NewRequirement(key, corev1.NodeSelectorOpIn, value)
 		chosen.MinValues = q.MinValues
 		reqs[key] = chosen
 	}

@@ -96,7 +96,7 @@ type candidate struct {
 	c      *claim
 	merged scheduling.Requirements
 	its    cloudprovider.InstanceTypes
-	open   []string
+	open   openKeys
 	// narrowed: merged adds the attempt's requirements to the claim's (else it is c.reqs).
 	narrowed bool
 }
@@ -148,7 +148,7 @@ func (r *run) tryClaims(ctx context.Context, pod *corev1.Pod, a attempt, m *memo
 			}
 		}
 		if found < len(direct) {
-			return true, r.commit(ctx, pod, direct[found], direct[found].merged)
+			return true, r.commit(ctx, pod, direct[found], direct[found].merged, direct[found].c.chosen)
 		}
 		direct, names = direct[:0], names[:0]
 		chunk = min(2*chunk, maxChunk)
@@ -202,7 +202,7 @@ const (
 
 // admits checks, with the requirements algebra and resource arithmetic only, whether claim c
 // could take attempt a; the Filters decide after.
-func (r *run) admits(c *claim, a attempt, req vec, open []string) (candidate, bool) {
+func (r *run) admits(c *claim, a attempt, req vec, open openKeys) (candidate, bool) {
 	requests := c.requests.plus(req)
 	if !requests.fits(c.boundVec) {
 		return candidate{}, false
@@ -216,6 +216,10 @@ func (r *run) admits(c *claim, a attempt, req vec, open []string) (candidate, bo
 		cand.merged = c.reqs.Clone()
 		for _, q := range a.reqs {
 			cand.merged.Add(q)
+		}
+		// A NodeClaim in flight launches as it is: the pod must accept every node it may become.
+		if c.inFlight != nil && !keepsAll(c.reqs, cand.merged, a.reqs) {
+			return candidate{}, false
 		}
 		if !c.fixed {
 			cand.its = c.its.Compatible(cand.merged)
@@ -241,39 +245,99 @@ func (r *run) minValuesOK(p *pool, reqs scheduling.Requirements, its cloudprovid
 	return its.MinValuesShortfall(reqs) == nil
 }
 
-// openKeys are the label keys the attempt's Filters look at: its topology keys, the keys its
-// requirements constrain, and the keys of other pods' required anti-affinity.
-func (r *run) openKeys(a attempt) []string {
-	keys := slices.Clone(a.topologyKeys)
+// openKeys are the label keys an attempt's Filters look at on a node.
+type openKeys struct {
+	// decide are topology keys (the attempt's spread, pod (anti-)affinity and volume keys,
+	// other pods' required anti-affinity keys, and keys its requirements constrain that some
+	// pod counts domains by): the node carries the one value its NodeClaim is narrowed to.
+	decide []string
+	// choose are the other keys its requirements constrain: the node carries one allowed
+	// value (claim.chosen) and the NodeClaim keeps every value the requirements allow.
+	choose []string
+}
+
+// key identifies the split, for memos.
+func (o openKeys) key() string {
+	return strings.Join(o.decide, ",") + "|" + strings.Join(o.choose, ",")
+}
+
+// openKeys splits the label keys the attempt's Filters look at (see openKeys). The hostname
+// is always decided: it is the node's name.
+func (r *run) openKeys(a attempt) openKeys {
+	decide := slices.Clone(a.topologyKeys)
+	var choose []string
 	for key, q := range a.reqs {
-		if !q.AllowsAbsent() {
-			keys = append(keys, key)
+		if q.AllowsAbsent() {
+			continue
+		}
+		if r.isTopologyKey(key) {
+			decide = append(decide, key)
+		} else {
+			choose = append(choose, key)
 		}
 	}
 	for key := range r.antiAffinityKeys {
-		keys = append(keys, key)
+		decide = append(decide, key)
 	}
+	return openKeys{decide: sortedKeys(decide), choose: sortedKeys(choose)}
+}
+
+// sortedKeys sorts and deduplicates keys, leaving out the hostname.
+func sortedKeys(keys []string) []string {
 	slices.Sort(keys)
 	keys = slices.Compact(keys)
 	return slices.DeleteFunc(keys, func(k string) bool { return k == corev1.LabelHostname })
 }
 
+// keepsAll reports whether merged, the claim's requirements before with the attempt's
+// requirements added, still allows every value before allows on each key the attempt
+// constrains. It answers false when it cannot tell (a complement that changed).
+func keepsAll(before, merged, attemptReqs scheduling.Requirements) bool {
+	for key := range attemptReqs {
+		was, now := before[key], merged[key]
+		if was == now {
+			continue
+		}
+		if was == nil {
+			return false
+		}
+		if _, ok := finite(was); !ok || now.Len() != was.Len() {
+			return false
+		}
+	}
+	return true
+}
+
+// decided reports whether reqs holds a node to exactly one value of key.
+func decided(reqs scheduling.Requirements, key string) bool {
+	q, ok := reqs[key]
+	return ok && !q.AllowsAbsent() && q.Len() == 1
+}
+
 // needsLabels reports whether the claim's node must change before the Filters can judge the
-// attempt: a label merged decides differs from the node's, or a key the attempt looks at is
-// still open.
+// attempt: a label merged decides or allows differs from the node's, a topology key the
+// attempt looks at is not decided, or a key its requirements constrain has no value.
 func (r *run) needsLabels(c *claim, cand candidate) bool {
 	merged, open := cand.merged, cand.open
 	current := c.currentLabels()
 	desired := current
 	if cand.narrowed && (len(merged) != len(c.reqs) || !sameRequirements(merged, c.reqs)) {
-		desired = c.nodeLabels(merged)
+		desired = nodeLabels(merged, c.chosen)
+		if len(desired) != len(current) {
+			return true
+		}
 		for k, v := range desired {
 			if current[k] != v {
 				return true
 			}
 		}
 	}
-	for _, k := range open {
+	for _, k := range open.decide {
+		if !decided(merged, k) {
+			return true
+		}
+	}
+	for _, k := range open.choose {
 		if _, ok := desired[k]; !ok {
 			return true
 		}
@@ -285,13 +349,14 @@ func (r *run) needsLabels(c *claim, cand candidate) bool {
 // first the Filters accept.
 func (r *run) tryRelabel(ctx context.Context, pod *corev1.Pod, a attempt, cand candidate, req vec) (bool, error) {
 	c := cand.c
-	for _, reqs := range r.combinations(cand.merged, cand.its, cand.open) {
+	for _, reqs := range r.combinations(cand.merged, cand.its, cand.open.decide) {
 		its := cand.its.Compatible(reqs)
 		if !r.alloc.anyFits(its, c.requests.plus(req)) || !r.minValuesOK(c.pool, reqs, its) {
 			continue
 		}
+		chosen := chooseValues(reqs, its, cand.open.choose, c.chosen)
 		r.engine.Fork()
-		if err := r.engine.Snapshot().ReplaceNode(c.node(reqs)); err != nil {
+		if err := r.engine.Snapshot().ReplaceNode(c.node(reqs, chosen)); err != nil {
 			return false, err
 		}
 		if r.engine.CheckPredicates(ctx, a.pod, c.name).IsSuccess() {
@@ -299,7 +364,7 @@ func (r *run) tryRelabel(ctx context.Context, pod *corev1.Pod, a attempt, cand c
 				return false, err
 			}
 			cand.its = its
-			return true, r.commit(ctx, pod, cand, reqs)
+			return true, r.commit(ctx, pod, cand, reqs, chosen)
 		}
 		if err := r.engine.Revert(); err != nil {
 			return false, err
@@ -311,11 +376,11 @@ func (r *run) tryRelabel(ctx context.Context, pod *corev1.Pod, a attempt, cand c
 // maxCombinations bounds the label combinations tried for one claim.
 const maxCombinations = 32
 
-// combinations returns reqs with each key of open that reqs leaves multi-valued narrowed to
-// one value, in every combination (up to maxCombinations), values in sorted order.
-func (r *run) combinations(reqs scheduling.Requirements, its cloudprovider.InstanceTypes, open []string) []scheduling.Requirements {
+// combinations returns reqs with each key of decide that reqs leaves multi-valued narrowed
+// to one value, in every combination (up to maxCombinations), values in sorted order.
+func (r *run) combinations(reqs scheduling.Requirements, its cloudprovider.InstanceTypes, decide []string) []scheduling.Requirements {
 	combos := []scheduling.Requirements{reqs}
-	for _, key := range open {
+	for _, key := range decide {
 		if _, decided := reqs.Labels()[key]; decided {
 			continue
 		}
@@ -333,6 +398,35 @@ func (r *run) combinations(reqs scheduling.Requirements, its cloudprovider.Insta
 		combos = next
 	}
 	return combos
+}
+
+// chooseValues picks the node's value for each key of keys that reqs leaves with several
+// values, and keeps every value prior chose that reqs still leaves open and allows (an
+// earlier pod's node affinity may need it); a new value is the first candidate value. Keys
+// reqs decides need none. It returns nil when nothing is chosen.
+func chooseValues(reqs scheduling.Requirements, its cloudprovider.InstanceTypes, keys []string, prior map[string]string) map[string]string {
+	var chosen map[string]string
+	set := func(key, value string) {
+		if chosen == nil {
+			chosen = map[string]string{}
+		}
+		chosen[key] = value
+	}
+	for key, v := range prior {
+		if q, ok := reqs[key]; ok && !q.AllowsAbsent() && q.Len() > 1 && q.Has(v) {
+			set(key, v)
+		}
+	}
+	for _, key := range keys {
+		q, ok := reqs[key]
+		if !ok || q.AllowsAbsent() || q.Len() == 1 || chosen[key] != "" {
+			continue
+		}
+		if values := candidateValues(reqs, its, key); len(values) > 0 {
+			set(key, values[0])
+		} // else no node can carry the key; the Filters will say so
+	}
+	return chosen
 }
 
 // candidateValues are the values key may take on a node meeting reqs: the values reqs lists,
@@ -364,13 +458,14 @@ func candidateValues(reqs scheduling.Requirements, its cloudprovider.InstanceTyp
 	return nil
 }
 
-// commit plans pod onto the claim the Filters accepted, with reqs its new requirements.
-func (r *run) commit(ctx context.Context, pod *corev1.Pod, cand candidate, reqs scheduling.Requirements) error {
+// commit plans pod onto the claim the Filters accepted, with reqs its new requirements and
+// chosen the values its node carries for keys reqs leaves open.
+func (r *run) commit(ctx context.Context, pod *corev1.Pod, cand candidate, reqs scheduling.Requirements, chosen map[string]string) error {
 	c := cand.c
 	if status := r.engine.SchedulePod(ctx, pod, c.name); !status.IsSuccess() {
 		return fmt.Errorf("planning pod %s/%s onto %s after its Filters passed: %w", pod.Namespace, pod.Name, c.name, status.AsError())
 	}
-	c.setRequirements(reqs)
+	c.setRequirements(reqs, chosen)
 	c.requests = c.requests.plus(podVec(pod))
 	if !c.fixed {
 		c.its = r.alloc.fitting(cand.its, c.requests)
@@ -465,6 +560,7 @@ func (r *run) tryNew(ctx context.Context, pod *corev1.Pod, a attempt, m *memo, r
 // instance types and allocatable bound that go with them.
 type newShape struct {
 	reqs     scheduling.Requirements
+	chosen   map[string]string
 	its      cloudprovider.InstanceTypes
 	bound    corev1.ResourceList
 	boundVec vec
@@ -474,15 +570,15 @@ type newShape struct {
 // limits they depend only on the attempt and the open keys, so the pods of a class share
 // them (memo.shapes); under limits its shrinks as claims are added, so they are computed
 // each time.
-func (r *run) newShapes(m *memo, p *pool, merged scheduling.Requirements, its cloudprovider.InstanceTypes, open []string, limited bool) []newShape {
-	key := strings.Join(open, ",")
+func (r *run) newShapes(m *memo, p *pool, merged scheduling.Requirements, its cloudprovider.InstanceTypes, open openKeys, limited bool) []newShape {
+	key := open.key()
 	if !limited {
 		if shapes, ok := m.shapes[p][key]; ok {
 			return shapes
 		}
 	}
 	var shapes []newShape
-	for _, reqs := range r.combinations(merged, its, open) {
+	for _, reqs := range r.combinations(merged, its, open.decide) {
 		narrowed := its
 		if len(reqs) != len(merged) {
 			narrowed = its.Compatible(reqs)
@@ -491,7 +587,8 @@ func (r *run) newShapes(m *memo, p *pool, merged scheduling.Requirements, its cl
 			continue
 		}
 		bound := maxAllocatable(narrowed)
-		shapes = append(shapes, newShape{reqs: reqs, its: narrowed, bound: bound, boundVec: toVec(bound)})
+		chosen := chooseValues(reqs, narrowed, open.choose, nil)
+		shapes = append(shapes, newShape{reqs: reqs, chosen: chosen, its: narrowed, bound: bound, boundVec: toVec(bound)})
 	}
 	if !limited {
 		if m.shapes[p] == nil {
@@ -506,10 +603,10 @@ func (r *run) newShapes(m *memo, p *pool, merged scheduling.Requirements, its cl
 func (r *run) tryNewOf(ctx context.Context, pod *corev1.Pod, a attempt, m *memo, p *pool, merged scheduling.Requirements, its cloudprovider.InstanceTypes, req vec) (bool, string, error) {
 	why := "no instance type fits the pod with its daemons"
 	for _, shape := range r.newShapes(m, p, merged, its, r.openKeys(a), p.remaining() != nil) {
-		c := &claim{name: r.nextName("joinery-planned"), pool: p, reqs: shape.reqs, taints: p.np.Spec.Template.Spec.Taints}
+		c := &claim{name: r.nextName("joinery-planned"), pool: p, reqs: shape.reqs, chosen: shape.chosen, taints: p.np.Spec.Template.Spec.Taints}
 		c.bound, c.boundVec = shape.bound, shape.boundVec
 		r.engine.Fork()
-		if err := r.engine.Snapshot().AddNode(c.node(shape.reqs)); err != nil {
+		if err := r.engine.Snapshot().AddNode(c.node(shape.reqs, shape.chosen)); err != nil {
 			return false, "", err
 		}
 		daemons, err := addDaemons(ctx, r.engine, r.daemons, c.name)
@@ -527,7 +624,7 @@ func (r *run) tryNewOf(ctx context.Context, pod *corev1.Pod, a attempt, m *memo,
 				r.claims = append(r.claims, c)
 				p.claims = append(p.claims, c)
 				fitting := r.alloc.fitting(shape.its, daemons.plus(req))
-				return true, "", r.commit(ctx, pod, candidate{c: c, merged: shape.reqs, its: fitting}, shape.reqs)
+				return true, "", r.commit(ctx, pod, candidate{c: c, merged: shape.reqs, its: fitting}, shape.reqs, shape.chosen)
 			}
 			why = status.Message()
 			if plugin := status.Plugin(); plugin != "" {

@@ -19,9 +19,10 @@ import (
 // Solver plans capacity for pending pods. Plan calls are serialized: the solver owns one
 // simulation engine, reset to the cluster's state at the start of each Plan.
 type Solver struct {
-	opts   Options
-	mu     sync.Mutex
-	engine *simulation.Engine
+	opts    Options
+	mu      sync.Mutex
+	engine  *simulation.Engine
+	volumes *volumeTopology
 }
 
 var _ simulation.Planner = (*Solver)(nil)
@@ -40,7 +41,7 @@ func New(ctx context.Context, opts Options) (*Solver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building simulation engine: %w", err)
 	}
-	return &Solver{opts: opts, engine: engine}, nil
+	return &Solver{opts: opts, engine: engine, volumes: newVolumeTopology(opts.Framework.InformerFactory)}, nil
 }
 
 // Plan decides where pods go: onto NodeClaims still launching (Plan.InFlight), onto new
@@ -83,9 +84,12 @@ type run struct {
 	// antiAffinityKeys are topology keys of required anti-affinity terms of pods in the
 	// snapshot: a pod landing on a claim must see those keys decided, or the term is blind.
 	antiAffinityKeys sets.Set[string]
-	seq              int
-	plan             *simulation.Plan
-	batch            sets.Set[types.UID]
+	// topologyKeys are the keys the batch's spread, pod (anti-)affinity and volumes may look
+	// at (see isTopologyKey).
+	topologyKeys sets.Set[string]
+	seq          int
+	plan         *simulation.Plan
+	batch        sets.Set[types.UID]
 	// initializing maps nodes still initializing to their NodeClaims; pods go there first.
 	initializing      map[string]string
 	initializingNames []string
@@ -153,6 +157,7 @@ func (s *Solver) newRun(ctx context.Context, pending []*corev1.Pod) (*run, error
 		alloc:            allocatables{},
 		memos:            map[string]*memo{},
 		antiAffinityKeys: sets.New[string](),
+		topologyKeys:     sets.New[string](),
 		batch:            sets.New[types.UID](),
 		initializing:     initializing,
 		plan: &simulation.Plan{
@@ -162,6 +167,8 @@ func (s *Solver) newRun(ctx context.Context, pending []*corev1.Pod) (*run, error
 	}
 	for _, p := range pending {
 		r.batch.Insert(p.UID)
+		r.topologyKeys.Insert(topologyKeysOf(p)...)
+		r.topologyKeys.Insert(s.volumes.keys(p)...)
 	}
 	for name := range initializing {
 		r.initializingNames = append(r.initializingNames, name)
@@ -194,6 +201,13 @@ func (r *run) noteAntiAffinity(pod *corev1.Pod) {
 			}
 		}
 	}
+}
+
+// isTopologyKey reports whether some pod may count the nodes' values of key as domains (or a
+// volume may pin it): a node must then carry a value its NodeClaim is held to, never merely
+// one it allows.
+func (r *run) isTopologyKey(key string) bool {
+	return r.topologyKeys.Has(key) || r.antiAffinityKeys.Has(key)
 }
 
 func (r *run) nextName(prefix string) string {

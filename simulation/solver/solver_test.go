@@ -1,6 +1,7 @@
 package solver
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
@@ -34,9 +36,11 @@ func TestPlan(t *testing.T) {
 	cases := []struct {
 		name  string
 		state *StaticState
-		batch []*corev1.Pod
-		opts  []solverOption
-		check func(t *testing.T, plan *simulation.Plan)
+		// objects are in the cluster besides state: volumes, claims, storage classes.
+		objects []runtime.Object
+		batch   []*corev1.Pod
+		opts    []solverOption
+		check   func(t *testing.T, plan *simulation.Plan)
 	}{{
 		name:  "plain pods pack onto cheap instance types, at most 60",
 		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default")}},
@@ -277,12 +281,174 @@ func TestPlan(t *testing.T) {
 				t.Errorf("families %v, want at least 5", fams)
 			}
 		},
+	}, {
+		name:  "custom-key spread counts every value the NodePool lists as a domain",
+		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default", requiring(rack, corev1.NodeSelectorOpIn, nil, "rack-1", "rack-2"))}},
+		batch: pods(2, "web", "1", "1Gi", labelled("app", "web"), spread(rack, "web", corev1.DoNotSchedule)),
+		check: func(t *testing.T, plan *simulation.Plan) {
+			wantClaims(t, plan, 2)
+			if got := labelValues(plan, rack); !slices.Equal(got, []string{"rack-1", "rack-2"}) {
+				t.Errorf("racks %v, want rack-1 and rack-2", got)
+			}
+		},
+	}, {
+		name:    "a bound volume's node affinity picks the zone",
+		state:   &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default", threeZones())}},
+		objects: boundVolume("pv-data", "data", zone, "test-zone-b"),
+		batch:   pods(1, "db", "1", "1Gi", mountingClaim("data")),
+		check: func(t *testing.T, plan *simulation.Plan) {
+			wantClaims(t, plan, 1)
+			wantLabelValues(t, plan, zone, "test-zone-b")
+		},
+	}, {
+		name:    "a WaitForFirstConsumer StorageClass's allowed topologies pick the zone",
+		state:   &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default", threeZones())}},
+		objects: delayedVolume("data", "test-zone-c"),
+		batch:   pods(1, "db", "1", "1Gi", mountingClaim("data")),
+		check: func(t *testing.T, plan *simulation.Plan) {
+			wantClaims(t, plan, 1)
+			wantLabelValues(t, plan, zone, "test-zone-c")
+		},
+	}, {
+		name:    "the EBS CSI zone key of a bound volume stands for the zone",
+		state:   &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default", threeZones())}},
+		objects: boundVolume("pv-data", "data", simulation.EBSZoneLabelKey, "test-zone-a"),
+		batch:   pods(1, "db", "1", "1Gi", mountingClaim("data")),
+		check: func(t *testing.T, plan *simulation.Plan) {
+			wantClaims(t, plan, 1)
+			wantLabelValues(t, plan, zone, "test-zone-a")
+		},
+	}, {
+		name:  "a nodeSelector on the deprecated beta zone key is met",
+		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default", threeZones())}},
+		batch: pods(1, "web", "1", "1Gi", selecting(corev1.LabelFailureDomainBetaZone, "test-zone-b")),
+		check: func(t *testing.T, plan *simulation.Plan) {
+			wantClaims(t, plan, 1)
+			wantLabelValues(t, plan, zone, "test-zone-b")
+		},
+	}, {
+		name:  "minValues strict: a key the pod narrows to enough values keeps them",
+		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default", requiring(family, corev1.NodeSelectorOpExists, new(2)))}},
+		batch: pods(1, "web", "1", "1Gi", requireNode(family, "c5", "m5")),
+		check: func(t *testing.T, plan *simulation.Plan) {
+			wantClaims(t, plan, 1)
+			nc := plan.NewNodeClaims[0].NodeClaim
+			wantFamilies(t, nc, "c5", "m5")
+		},
+	}, {
+		name:  "minValues best effort: a key the pod narrows to enough values is not relaxed",
+		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default", requiring(family, corev1.NodeSelectorOpExists, new(2)))}},
+		batch: pods(1, "web", "1", "1Gi", requireNode(family, "c5", "m5")),
+		opts:  []solverOption{withMinValues(MinValuesBestEffort)},
+		check: func(t *testing.T, plan *simulation.Plan) {
+			wantClaims(t, plan, 1)
+			nc := plan.NewNodeClaims[0].NodeClaim
+			wantFamilies(t, nc, "c5", "m5")
+			if _, relaxed := nc.Annotations[karpv1.NodeClaimMinValuesRelaxedAnnotationKey]; relaxed {
+				t.Errorf("minValues relaxed: %v", nc.Annotations)
+			}
+		},
+	}, {
+		name:  "a pod narrowing a chosen key further joins the claim with the intersection",
+		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default")}},
+		batch: append(pods(1, "wide", "2", "1Gi", requireNode(family, "c5", "m5", "r5")), pods(1, "narrow", "1", "1Gi", requireNode(family, "m5", "r5"))...),
+		check: func(t *testing.T, plan *simulation.Plan) {
+			wantClaims(t, plan, 1)
+			wantFamilies(t, plan.NewNodeClaims[0].NodeClaim, "m5", "r5")
+		},
+	}, {
+		name:  "a key some pod spreads on is decided, also for a pod that only narrows it",
+		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default", threeZones())}},
+		// pinned (largest, placed first) allows two zones and is counted by the spread of
+		// the others: its NodeClaim must be held to the zone its node was counted in.
+		batch: append(pods(1, "pinned", "2", "1Gi", labelled("app", "web"), requireNode(zone, "test-zone-a", "test-zone-b")),
+			pods(3, "web", "1", "1Gi", labelled("app", "web"), spread(zone, "web", corev1.DoNotSchedule))...),
+		check: func(t *testing.T, plan *simulation.Plan) {
+			for _, c := range plan.NewNodeClaims {
+				if values := requirement(c.NodeClaim, zone).Values(); len(values) != 1 {
+					t.Errorf("nodeclaim with pods %v allows zones %v, want one", podNames(c.Pods), values)
+				}
+			}
+			if len(plan.Unschedulable) != 0 {
+				t.Errorf("unschedulable %v", plan.Unschedulable)
+			}
+		},
+	}, {
+		name: "a NodeClaim in flight takes pods that accept each of its families, not one that narrows them",
+		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default")}, NodeClaimList: []*karpv1.NodeClaim{{
+			ObjectMeta: metav1.ObjectMeta{Name: "default-fgh", Labels: map[string]string{karpv1.NodePoolLabelKey: "default"}},
+			Spec: karpv1.NodeClaimSpec{Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
+				{Key: karpv1.NodePoolLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{"default"}},
+				{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"c5.xlarge", "m5.xlarge"}},
+				{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}},
+				{Key: family, Operator: corev1.NodeSelectorOpIn, Values: []string{"c5", "m5"}},
+			}},
+		}}},
+		batch: append(pods(1, "either", "1", "1Gi", requireNode(family, "c5", "m5")), pods(1, "only-c5", "1", "1Gi", requireNode(family, "c5"))...),
+		check: func(t *testing.T, plan *simulation.Plan) {
+			if plan.InFlight["uid-either-0"] != "default-fgh" {
+				t.Errorf("in flight %v, want either-0 on default-fgh", plan.InFlight)
+			}
+			// The node the Filters see for the NodeClaim carries family c5, but it may launch
+			// as m5.
+			if _, ok := plan.InFlight["uid-only-c5-0"]; ok {
+				t.Errorf("only-c5-0 planned onto a NodeClaim that may launch as m5")
+			}
+			wantClaims(t, plan, 1)
+			wantFamilies(t, plan.NewNodeClaims[0].NodeClaim, "c5")
+		},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			plan := planAndVerify(t, tc.state, tc.batch, tc.opts...)
+			plan := planAndVerify(t, tc.state, tc.objects, tc.batch, tc.opts...)
 			tc.check(t, plan)
 		})
+	}
+}
+
+const (
+	family = "karpenter.k8s.aws/instance-family"
+	rack   = "example.com/rack"
+)
+
+// labelValues lists the values of the label key on the plan's new NodeClaims, sorted.
+func labelValues(plan *simulation.Plan, key string) []string {
+	var values []string
+	for _, c := range plan.NewNodeClaims {
+		values = append(values, c.NodeClaim.Labels[key])
+	}
+	slices.Sort(values)
+	return values
+}
+
+func wantLabelValues(t *testing.T, plan *simulation.Plan, key string, want ...string) {
+	t.Helper()
+	if got := labelValues(plan, key); !slices.Equal(got, want) {
+		t.Errorf("%s labels %v, want %v", key, got, want)
+	}
+}
+
+// wantFamilies checks that nc allows exactly the instance families want and that its
+// instance types cover each of them and no other.
+func wantFamilies(t *testing.T, nc *karpv1.NodeClaim, want ...string) {
+	t.Helper()
+	if got := requirement(nc, family).Values(); !slices.Equal(got, want) {
+		t.Errorf("family requirement %v, want %v", got, want)
+	}
+	byName := map[string]*cloudprovider.InstanceType{}
+	for _, it := range kwokTypes(t) {
+		byName[it.Name] = it
+	}
+	covered := map[string]bool{}
+	for _, name := range instanceTypes(nc) {
+		f := byName[name].Requirements.Get(family).Any()
+		if !slices.Contains(want, f) {
+			t.Errorf("instance type %s of family %s, want only %v", name, f, want)
+		}
+		covered[f] = true
+	}
+	if len(covered) != len(want) {
+		t.Errorf("instance types cover families %v, want %v", covered, want)
 	}
 }
 
@@ -340,5 +506,53 @@ func assertCheapestFirst(t *testing.T, nc *karpv1.NodeClaim, names []string) {
 			t.Fatalf("instance types not cheapest first at %s (%v < %v)", name, price, last)
 		}
 		last = price
+	}
+}
+
+func TestChooseValues(t *testing.T) {
+	in := func(key string, values ...string) *scheduling.Requirement {
+		return scheduling.NewRequirement(key, corev1.NodeSelectorOpIn, values...)
+	}
+	const generation = "karpenter.k8s.aws/instance-generation"
+	cases := []struct {
+		name  string
+		reqs  scheduling.Requirements
+		keys  []string
+		prior map[string]string
+		want  map[string]string
+	}{{
+		name: "a key left with several values gets its first candidate value",
+		reqs: scheduling.NewRequirements(in(family, "m5", "c5")),
+		keys: []string{family},
+		want: map[string]string{family: "c5"},
+	}, {
+		name: "a decided key needs no chosen value",
+		reqs: scheduling.NewRequirements(in(family, "m5")),
+		keys: []string{family},
+		want: nil,
+	}, {
+		name:  "a prior value still allowed is kept, also for a key the attempt does not name",
+		reqs:  scheduling.NewRequirements(in(family, "c5", "m5"), in(generation, "5", "6")),
+		keys:  []string{generation},
+		prior: map[string]string{family: "m5"},
+		want:  map[string]string{family: "m5", generation: "5"},
+	}, {
+		name:  "a prior value no longer allowed is replaced",
+		reqs:  scheduling.NewRequirements(in(family, "m5", "r5")),
+		keys:  []string{family},
+		prior: map[string]string{family: "c5"},
+		want:  map[string]string{family: "m5"},
+	}, {
+		name:  "a prior value for a key now decided is dropped",
+		reqs:  scheduling.NewRequirements(in(family, "m5")),
+		prior: map[string]string{family: "m5"},
+		want:  nil,
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := chooseValues(tc.reqs, kwokTypes(t), tc.keys, tc.prior); !maps.Equal(got, tc.want) {
+				t.Errorf("chosen %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -72,11 +72,7 @@ func wantRequests(t *testing.T, nc *karpv1.NodeClaim, cpu, memory string, pods i
 // TestProvisioning runs one case per provisioning behaviour of the solver, end to end.
 func TestProvisioning(t *testing.T) {
 	e := testEnv(t)
-	all := scenarios()
-	if runPendingSolverFixes {
-		all = append(all, pendingSolverFixScenarios()...)
-	}
-	for _, sc := range all {
+	for _, sc := range scenarios() {
 		t.Run(sc.name, func(t *testing.T) { e.run(t, sc) })
 	}
 }
@@ -441,6 +437,68 @@ func scenarios() []scenario {
 			o.wantClaims(t, 1)
 			// c6g.large has no offering left; c6g.xlarge keeps all but spot in test-zone-b.
 			wantTypes(t, o.claims[0], "c6g.xlarge", "c6g.2xlarge", "c6g.4xlarge", "c6g.8xlarge", "c6g.12xlarge", "c6g.16xlarge")
+		},
+	}, {
+		// A key the pod's node affinity narrows but nothing counts domains by keeps every
+		// value the pod allows, so minValues 2 holds; the node the Filters see carries one.
+		name:      "minValues met when the pod narrows the key to enough values",
+		nodePools: []*karpv1.NodePool{nodePool("default", requires(familyLabel, corev1.NodeSelectorOpExists, new(2)))},
+		pods:      pods(1, "web", "1", "1Gi", requireNodeTerms(in(familyLabel, "c5", "m5"))),
+		check: func(t *testing.T, o *outcome) {
+			o.wantClaims(t, 1)
+			wantRequirement(t, o.claims[0], familyLabel, "c5", "m5")
+			wantTypes(t, o.claims[0], cheapestFirst(func(it catalog.InstanceType) bool {
+				return familyOf(it.Name) == "c5" || familyOf(it.Name) == "m5"
+			}, spotOrOnDemand...)...)
+		},
+	}, {
+		// Karpenter counts every value a NodePool allows for a spread's key as a domain, the
+		// user-defined ones included.
+		name:      "custom-key topology: spread over a user-defined label's values",
+		nodePools: []*karpv1.NodePool{nodePool("default", requires("example.com/rack", corev1.NodeSelectorOpIn, nil, "rack-1", "rack-2"))},
+		pods:      pods(2, "web", "1", "1Gi", labelled("app", "web"), spread("example.com/rack", "web", corev1.DoNotSchedule)),
+		check: func(t *testing.T, o *outcome) {
+			o.wantClaims(t, 2)
+			if got := o.distinctLabels(t, "example.com/rack"); got["rack-1"] != 1 || got["rack-2"] != 1 {
+				t.Errorf("racks %v, want rack-1 and rack-2", got)
+			}
+		},
+	}, {
+		name:      "volume topology: a bound volume's node affinity picks the zone",
+		nodePools: []*karpv1.NodePool{nodePool("default", threeZones())},
+		objects: func(ns string) []client.Object {
+			pv, pvc := boundVolume(ns, ns+"-data", "data", "manual", zone, "test-zone-b")
+			return []client.Object{pv, pvc}
+		},
+		pods: []*corev1.Pod{pod("db", "1", "1Gi", mountingClaim("data"))},
+		check: func(t *testing.T, o *outcome) {
+			o.wantClaims(t, 1)
+			wantLabel(t, o.claims[0], zone, "test-zone-b")
+		},
+	}, {
+		name:      "volume topology: a WaitForFirstConsumer StorageClass's allowed topologies pick the zone",
+		nodePools: []*karpv1.NodePool{nodePool("default", threeZones())},
+		objects: func(ns string) []client.Object {
+			return []client.Object{waitForFirstConsumer(ns+"-zone-c", "test-zone-c"), pendingClaim("data", ns+"-zone-c")}
+		},
+		pods: []*corev1.Pod{pod("db", "1", "1Gi", mountingClaim("data"))},
+		check: func(t *testing.T, o *outcome) {
+			o.wantClaims(t, 1)
+			wantLabel(t, o.claims[0], zone, "test-zone-c")
+		},
+	}, {
+		// The EBS CSI key is on the node the Filters see (as the CSI driver's registration
+		// puts it on real nodes), with the zone's value.
+		name:      "volume topology: the EBS zone key stands for the zone",
+		nodePools: []*karpv1.NodePool{nodePool("default", threeZones())},
+		objects: func(ns string) []client.Object {
+			pv, pvc := boundVolume(ns, ns+"-data", "data", "manual", "topology.ebs.csi.aws.com/zone", "test-zone-a")
+			return []client.Object{pv, pvc}
+		},
+		pods: []*corev1.Pod{pod("db", "1", "1Gi", mountingClaim("data"))},
+		check: func(t *testing.T, o *outcome) {
+			o.wantClaims(t, 1)
+			wantLabel(t, o.claims[0], zone, "test-zone-a")
 		},
 	}}
 }
