@@ -81,7 +81,9 @@ func TestCloudProviderArgs(t *testing.T) {
 		}
 	}
 	scheduler := aws.cloudProviderArgs(false)
-	if !slices.Contains(scheduler, "--aws-endpoint-url=http://127.0.0.1:4566") || slices.ContainsFunc(scheduler, func(a string) bool { return strings.HasPrefix(a, "--cluster-dns") || strings.HasPrefix(a, "--interruption-queue") }) {
+	if !slices.Contains(scheduler, "--aws-endpoint-url=http://127.0.0.1:4566") || slices.ContainsFunc(scheduler, func(a string) bool {
+		return strings.HasPrefix(a, "--cluster-dns") || strings.HasPrefix(a, "--interruption-queue")
+	}) {
 		t.Errorf("scheduler args %v: want the provider flags without the node bootstrap ones", scheduler)
 	}
 	if env := aws.awsEnv(); !slices.Contains(env, "AWS_EC2_METADATA_DISABLED=true") || !slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, "AWS_ACCESS_KEY_ID=") }) {

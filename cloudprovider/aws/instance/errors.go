@@ -62,8 +62,14 @@ func (e FleetError) Error() string {
 	return fmt.Sprintf("%s %s in %s (%s): %s: %s", e.CapacityType, e.InstanceType, e.Zone, e.SubnetID, e.Code, e.Message)
 }
 
-// NoInstanceError is a fleet request that launched nothing; Errors says why per override.
-type NoInstanceError struct{ Errors []FleetError }
+// NoInstanceError is a fleet request that launched nothing for this launch; Errors says why per
+// override.
+type NoInstanceError struct {
+	Errors []FleetError
+	// ErrorsShared is set on all members of a batch but one: Errors were handed to every
+	// member, and only the member without the flag should record them.
+	ErrorsShared bool
+}
 
 func (e *NoInstanceError) Error() string {
 	if len(e.Errors) == 0 {

@@ -18,9 +18,11 @@ import (
 )
 
 // EC2API is the part of the EC2 client the provider uses (ec2:CreateFleet, ec2:RunInstances
-// and ec2:CreateTags through the fleet, ec2:DescribeInstances, ec2:TerminateInstances).
+// and ec2:CreateTags through the fleet, ec2:CreateTags for batched launches,
+// ec2:DescribeInstances, ec2:TerminateInstances).
 type EC2API interface {
 	CreateFleet(ctx context.Context, in *ec2.CreateFleetInput, optFns ...func(*ec2.Options)) (*ec2.CreateFleetOutput, error)
+	CreateTags(ctx context.Context, in *ec2.CreateTagsInput, optFns ...func(*ec2.Options)) (*ec2.CreateTagsOutput, error)
 	DescribeInstances(ctx context.Context, in *ec2.DescribeInstancesInput, optFns ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error)
 	TerminateInstances(ctx context.Context, in *ec2.TerminateInstancesInput, optFns ...func(*ec2.Options)) (*ec2.TerminateInstancesOutput, error)
 }
@@ -29,18 +31,24 @@ type EC2API interface {
 type Options struct {
 	// ClusterName selects the instances List returns (tag kubernetes.io/cluster/<name>).
 	ClusterName string
-	Logger      logr.Logger
+	// Batch configures how concurrent launches are combined into one CreateFleet.
+	Batch  BatchOptions
+	Logger logr.Logger
 }
 
 // Provider launches, finds and terminates instances. It is safe for concurrent use.
 type Provider struct {
-	ec2  EC2API
-	opts Options
+	ec2     EC2API
+	opts    Options
+	batches *batcher
 }
 
 // New returns a provider that calls EC2 through ec2API.
 func New(ec2API EC2API, opts Options) *Provider {
-	return &Provider{ec2: ec2API, opts: opts}
+	opts.Batch = opts.Batch.withDefaults()
+	p := &Provider{ec2: ec2API, opts: opts}
+	p.batches = newBatcher(opts.Batch, p.launchBatch)
+	return p
 }
 
 // ClusterTag is the tag key marking the cluster's instances; its value is "owned".
@@ -81,50 +89,13 @@ type Launched struct {
 	TemplateName string
 	// Errors are the overrides EC2 tried first and could not launch.
 	Errors []FleetError
+	// ErrorsShared is set on all members of a batch but one: Errors were handed to every
+	// member, and only the member without the flag should record them.
+	ErrorsShared bool
 }
 
-// Launch creates one instance with an instant fleet. When nothing launched it returns a
-// *NoInstanceError with the fleet's errors; an error from the call itself is classified with
-// awserr (throttling and 5xx have already been retried by the SDK).
-func (p *Provider) Launch(ctx context.Context, req LaunchRequest) (Launched, error) {
-	in := p.fleetInput(req)
-	out, err := p.ec2.CreateFleet(ctx, in)
-	if awserr.Code(err) == "IdempotentParameterMismatch" {
-		// The token launched before with other overrides (offerings have since been marked
-		// unavailable): the instance it launched is this launch's.
-		if existing, found, findErr := p.findByNodeClaim(ctx, req.Tags[awsv1.TagNodeClaim]); findErr == nil && found {
-			return Launched{Instance: existing}, nil
-		}
-	}
-	if err != nil {
-		return Launched{}, fmt.Errorf("creating fleet: %w", awserr.Classify(err))
-	}
-	var fleetErrors []FleetError
-	for _, e := range out.Errors {
-		ov := overrideOf(e.LaunchTemplateAndOverrides)
-		fleetErrors = append(fleetErrors, FleetError{
-			TemplateName: templateNameOf(e.LaunchTemplateAndOverrides), InstanceType: ov.InstanceType, Zone: ov.Zone, SubnetID: ov.SubnetID,
-			CapacityType: req.CapacityType, Code: aws.ToString(e.ErrorCode), Message: aws.ToString(e.ErrorMessage),
-		})
-	}
-	for _, launched := range out.Instances {
-		if len(launched.InstanceIds) == 0 {
-			continue
-		}
-		ov := overrideOf(launched.LaunchTemplateAndOverrides)
-		inst := Instance{
-			ID: launched.InstanceIds[0], InstanceType: string(launched.InstanceType), Zone: ov.Zone, SubnetID: ov.SubnetID,
-			State: string(ec2types.InstanceStateNamePending), CapacityType: req.CapacityType, Tags: maps.Clone(req.Tags),
-		}
-		if launched.Lifecycle == ec2types.InstanceLifecycleSpot {
-			inst.CapacityType = karpv1.CapacityTypeSpot
-		}
-		return Launched{Instance: inst, TemplateName: templateNameOf(launched.LaunchTemplateAndOverrides), Errors: fleetErrors}, nil
-	}
-	return Launched{}, &NoInstanceError{Errors: fleetErrors}
-}
-
-func (p *Provider) fleetInput(req LaunchRequest) *ec2.CreateFleetInput {
+// fleetInput is the instant CreateFleet for count instances of req.
+func (p *Provider) fleetInput(req LaunchRequest, count int) *ec2.CreateFleetInput {
 	// Cheapest first, across templates: the rank is the override's priority.
 	type ranked struct {
 		template int
@@ -165,7 +136,7 @@ func (p *Provider) fleetInput(req LaunchRequest) *ec2.CreateFleetInput {
 		ClientToken:           aws.String(req.ClientToken),
 		LaunchTemplateConfigs: configs,
 		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{
-			TotalTargetCapacity: aws.Int32(1), DefaultTargetCapacityType: ec2types.DefaultTargetCapacityTypeOnDemand,
+			TotalTargetCapacity: aws.Int32(int32(count)), DefaultTargetCapacityType: ec2types.DefaultTargetCapacityTypeOnDemand,
 		},
 		TagSpecifications: []ec2types.TagSpecification{
 			{ResourceType: ec2types.ResourceTypeInstance, Tags: tags},
@@ -228,28 +199,46 @@ func (p *Provider) Get(ctx context.Context, id string) (Instance, error) {
 	return Instance{}, fmt.Errorf("instance %s: %w", id, ErrNotFound)
 }
 
-// List returns the cluster's live instances that joinery launched (tagged with a NodeClaim).
+// List returns the cluster's live instances that joinery launched. They are found by their
+// NodePool tag, not their NodeClaim tag: an instance of a batched launch gets its NodeClaim tag
+// only after the fleet answers, and one whose tagging never happened (the controller died in
+// between) must still be listed so that garbage collection terminates it.
 func (p *Provider) List(ctx context.Context) ([]Instance, error) {
 	return p.describe(ctx, []ec2types.Filter{
-		{Name: aws.String("tag-key"), Values: []string{awsv1.TagNodeClaim}},
+		{Name: aws.String("tag-key"), Values: []string{awsv1.TagNodePool}},
 		{Name: aws.String("tag:" + ClusterTag(p.opts.ClusterName)), Values: []string{"owned"}},
 		{Name: aws.String("instance-state-name"), Values: liveStates},
 	})
 }
 
-func (p *Provider) findByNodeClaim(ctx context.Context, nodeClaim string) (Instance, bool, error) {
-	if nodeClaim == "" {
-		return Instance{}, false, nil
+// adoptableStates are the states of an instance a NodeClaim may take over as its own: one that
+// is stopping or going away would never become its Node.
+var adoptableStates = []string{"pending", "running"}
+
+// maxFilterValues is how many values EC2 accepts in one filter.
+const maxFilterValues = 200
+
+// findByNodeClaims returns the cluster's pending or running instances tagged with one of the
+// NodeClaims, by NodeClaim name.
+func (p *Provider) findByNodeClaims(ctx context.Context, nodeClaims []string) (map[string]Instance, error) {
+	found := map[string]Instance{}
+	for chunk := range slices.Chunk(nodeClaims, maxFilterValues) {
+		instances, err := p.describe(ctx, []ec2types.Filter{
+			{Name: aws.String("tag:" + awsv1.TagNodeClaim), Values: chunk},
+			{Name: aws.String("tag:" + ClusterTag(p.opts.ClusterName)), Values: []string{"owned"}},
+			{Name: aws.String("instance-state-name"), Values: adoptableStates},
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, inst := range instances {
+			name := inst.Tags[awsv1.TagNodeClaim]
+			if _, dup := found[name]; !dup {
+				found[name] = inst
+			}
+		}
 	}
-	found, err := p.describe(ctx, []ec2types.Filter{
-		{Name: aws.String("tag:" + awsv1.TagNodeClaim), Values: []string{nodeClaim}},
-		{Name: aws.String("tag:" + ClusterTag(p.opts.ClusterName)), Values: []string{"owned"}},
-		{Name: aws.String("instance-state-name"), Values: liveStates},
-	})
-	if err != nil || len(found) == 0 {
-		return Instance{}, false, err
-	}
-	return found[0], true, nil
+	return found, nil
 }
 
 func (p *Provider) describe(ctx context.Context, filters []ec2types.Filter) ([]Instance, error) {

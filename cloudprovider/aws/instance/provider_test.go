@@ -31,7 +31,7 @@ type fixture struct {
 	profile   string
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	srv := awstest.NewServer(awstest.Options{})
 	t.Cleanup(srv.Close)
@@ -53,7 +53,7 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
-func (f *fixture) template(t *testing.T, mutate ...func(*launchtemplate.Spec)) string {
+func (f *fixture) template(t testing.TB, mutate ...func(*launchtemplate.Spec)) string {
 	t.Helper()
 	spec := launchtemplate.Spec{
 		ImageID: f.image, InstanceProfile: f.profile, UserData: "#!/bin/bash\n", NodeClass: "default",
@@ -70,7 +70,7 @@ func (f *fixture) template(t *testing.T, mutate ...func(*launchtemplate.Spec)) s
 }
 
 // request asks for types in zones, each override priced at its catalog on-demand price.
-func (f *fixture) request(t *testing.T, template, capacityType, token string, types []string, zones []string) instance.LaunchRequest {
+func (f *fixture) request(t testing.TB, template, capacityType, token string, types []string, zones []string) instance.LaunchRequest {
 	t.Helper()
 	var overrides []instance.Override
 	for _, it := range types {

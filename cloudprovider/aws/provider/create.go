@@ -59,7 +59,9 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*ka
 	var none *instance.NoInstanceError
 	switch {
 	case errors.As(err, &none):
-		p.recordFleetErrors(ctx, none.Errors)
+		if !none.ErrorsShared {
+			p.recordFleetErrors(ctx, none.Errors)
+		}
 		return nil, p.noInstanceError(nodeClaim, none)
 	case awserr.IsUnauthorized(err):
 		code := awserr.Code(err)
@@ -67,7 +69,10 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*ka
 	case err != nil:
 		return nil, fmt.Errorf("launching nodeclaim %s: %w", nodeClaim.Name, err)
 	}
-	p.recordFleetErrors(ctx, launched.Errors)
+	if !launched.ErrorsShared {
+		// A batch's fleet errors are recorded by one of its launches.
+		p.recordFleetErrors(ctx, launched.Errors)
+	}
 
 	chosen, ok := findCandidate(candidates, launched.Instance.InstanceType, launched.Instance.Zone, byTemplate[launched.TemplateName])
 	if !ok {

@@ -51,8 +51,11 @@ type Options struct {
 	// MaxInstanceTypes caps how many instance types one fleet request lists (cheapest kept);
 	// DefaultMaxInstanceTypes when zero.
 	MaxInstanceTypes int
-	Clock            clock.WithTicker
-	Logger           logr.Logger
+	// LaunchBatch configures how concurrent launches share one CreateFleet (see
+	// instance.BatchOptions); zero values take its defaults.
+	LaunchBatch instance.BatchOptions
+	Clock       clock.WithTicker
+	Logger      logr.Logger
 }
 
 // DefaultMaxInstanceTypes is how many instance types a fleet request lists at most, as in
@@ -90,7 +93,7 @@ func New(kube client.Client, instanceTypes InstanceTypes, templates *launchtempl
 func NewFromConfig(cfg aws.Config, kube client.Client, instanceTypes InstanceTypes, opts Options) *Provider {
 	ec2Client := ec2.NewFromConfig(cfg)
 	templates := launchtemplate.New(ec2Client, launchtemplate.Options{ClusterName: opts.Cluster.Name, Clock: opts.Clock, Logger: opts.Logger.WithName("launchtemplate")})
-	instances := instance.New(ec2Client, instance.Options{ClusterName: opts.Cluster.Name, Logger: opts.Logger.WithName("instance")})
+	instances := instance.New(ec2Client, instance.Options{ClusterName: opts.Cluster.Name, Batch: opts.LaunchBatch, Logger: opts.Logger.WithName("instance")})
 	return New(kube, instanceTypes, templates, instances, opts)
 }
 
