@@ -19,9 +19,12 @@ import (
 // with the daemons that will run on it and the pending pods already planned onto it, so the
 // batch fills launching capacity before asking for more.
 func (r *run) addInFlight(ctx context.Context, nodeClaims []*karpv1.NodeClaim, nodes []*corev1.Node, pods []*corev1.Pod) error {
-	registered := sets.New[string]()
+	registered, registeredIDs := sets.New[string](), sets.New[string]()
 	for _, n := range nodes {
 		registered.Insert(n.Name)
+		if n.Spec.ProviderID != "" {
+			registeredIDs.Insert(n.Spec.ProviderID)
+		}
 	}
 	pending := map[types.UID]*corev1.Pod{}
 	for _, p := range pods {
@@ -30,7 +33,11 @@ func (r *run) addInFlight(ctx context.Context, nodeClaims []*karpv1.NodeClaim, n
 		}
 	}
 	for _, nc := range nodeClaims {
-		if nc.DeletionTimestamp != nil || (nc.Status.NodeName != "" && registered.Has(nc.Status.NodeName)) {
+		// A NodeClaim's Node can register before the lifecycle controller records it in the
+		// status: a Node with its provider ID, or with the claim's own name (the name its
+		// hypothetical node would take), is the claim's capacity already in the snapshot.
+		if nc.DeletionTimestamp != nil || (nc.Status.NodeName != "" && registered.Has(nc.Status.NodeName)) ||
+			(nc.Status.ProviderID != "" && registeredIDs.Has(nc.Status.ProviderID)) || registered.Has(nc.Name) {
 			continue
 		}
 		c := r.inFlightClaim(nc)

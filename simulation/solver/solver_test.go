@@ -14,6 +14,7 @@ import (
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
+	"github.com/joinery-dev/joinery/internal/testpods"
 	"github.com/joinery-dev/joinery/scheduling"
 	"github.com/joinery-dev/joinery/simulation"
 )
@@ -86,7 +87,7 @@ func TestPlan(t *testing.T) {
 	}, {
 		name:  "an untolerated taint moves to the next NodePool",
 		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("gpu", weighted(90), tainted("gpu")), nodePool("default")}},
-		batch: append(pods(1, "web", "1", "1Gi"), pods(1, "train", "1", "1Gi", tolerating("gpu"))...),
+		batch: append(pods(1, "web", "1", "1Gi"), pods(1, "train", "1", "1Gi", testpods.Tolerating("gpu"))...),
 		check: func(t *testing.T, plan *simulation.Plan) {
 			wantClaims(t, plan, 2)
 			pools := []string{plan.NewNodeClaims[0].NodeClaim.Labels[karpv1.NodePoolLabelKey], plan.NewNodeClaims[1].NodeClaim.Labels[karpv1.NodePoolLabelKey]}
@@ -132,7 +133,7 @@ func TestPlan(t *testing.T) {
 	}, {
 		name:  "nodeSelector incompatible with the NodePool",
 		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default", threeZones())}},
-		batch: append(pods(1, "d", "1", "1Gi", selecting(zone, "test-zone-d")), pods(1, "b", "1", "1Gi", requireNode(zone, "test-zone-b"))...),
+		batch: append(pods(1, "d", "1", "1Gi", testpods.Selecting(zone, "test-zone-d")), pods(1, "b", "1", "1Gi", requireNode(zone, "test-zone-b"))...),
 		check: func(t *testing.T, plan *simulation.Plan) {
 			wantClaims(t, plan, 1)
 			wantUnschedulable(t, plan, "uid-d-0", "incompatible requirements")
@@ -143,7 +144,7 @@ func TestPlan(t *testing.T) {
 	}, {
 		name:  "a custom label declared with Exists gets a value",
 		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default", requiring("example.com/team", corev1.NodeSelectorOpExists, nil))}},
-		batch: append(pods(1, "any", "1", "1Gi"), pods(1, "red", "1", "1Gi", selecting("example.com/team", "red"))...),
+		batch: append(pods(1, "any", "1", "1Gi"), pods(1, "red", "1", "1Gi", testpods.Selecting("example.com/team", "red"))...),
 		check: func(t *testing.T, plan *simulation.Plan) {
 			for _, c := range plan.NewNodeClaims {
 				if c.NodeClaim.Labels["example.com/team"] == "" {
@@ -157,14 +158,14 @@ func TestPlan(t *testing.T) {
 	}, {
 		name:  "an undeclared custom label is unschedulable",
 		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default")}},
-		batch: pods(1, "red", "1", "1Gi", selecting("example.com/team", "red")),
+		batch: pods(1, "red", "1", "1Gi", testpods.Selecting("example.com/team", "red")),
 		check: func(t *testing.T, plan *simulation.Plan) {
 			wantUnschedulable(t, plan, "uid-red-0", "example.com/team")
 		},
 	}, {
 		name:  "zone spread across three zones",
 		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default", threeZones())}},
-		batch: pods(3, "spread", "1", "1Gi", labelled("app", "spread"), spread(zone, "spread", corev1.DoNotSchedule)),
+		batch: pods(3, "spread", "1", "1Gi", labelled("app", "spread"), testpods.Spread(zone, "spread", corev1.DoNotSchedule)),
 		check: func(t *testing.T, plan *simulation.Plan) {
 			wantClaims(t, plan, 3)
 			zones := map[string]bool{}
@@ -178,14 +179,14 @@ func TestPlan(t *testing.T) {
 	}, {
 		name:  "hostname anti-affinity: one pod per node",
 		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default")}},
-		batch: pods(4, "db", "500m", "512Mi", labelled("app", "db"), antiAffine(corev1.LabelHostname, "db")),
+		batch: pods(4, "db", "500m", "512Mi", labelled("app", "db"), testpods.AntiAffine(corev1.LabelHostname, "db")),
 		check: func(t *testing.T, plan *simulation.Plan) {
 			wantClaims(t, plan, 4)
 		},
 	}, {
 		name:  "required zone pod affinity keeps pods in one zone",
 		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default")}},
-		batch: pods(6, "cache", "4", "8Gi", labelled("app", "cache"), affine(zone, "cache"), antiAffine(corev1.LabelHostname, "cache")),
+		batch: pods(6, "cache", "4", "8Gi", labelled("app", "cache"), affine(zone, "cache"), testpods.AntiAffine(corev1.LabelHostname, "cache")),
 		check: func(t *testing.T, plan *simulation.Plan) {
 			wantClaims(t, plan, 6)
 			zones := map[string]bool{}
@@ -200,9 +201,9 @@ func TestPlan(t *testing.T) {
 		name: "daemonset overhead counts and a hostPort conflict with it is unschedulable",
 		state: &StaticState{
 			NodePoolList:  []*karpv1.NodePool{nodePool("default")},
-			DaemonSetList: []*appsv1.DaemonSet{daemonSet("agent", "1", "1Gi", hostPort(9100))},
+			DaemonSetList: []*appsv1.DaemonSet{daemonSet("agent", "1", "1Gi", testpods.HostPort(9100))},
 		},
-		batch: append(pods(1, "web", "1", "1Gi"), pods(1, "exporter", "100m", "64Mi", hostPort(9100))...),
+		batch: append(pods(1, "web", "1", "1Gi"), pods(1, "exporter", "100m", "64Mi", testpods.HostPort(9100))...),
 		check: func(t *testing.T, plan *simulation.Plan) {
 			wantClaims(t, plan, 1)
 			cpu := plan.NewNodeClaims[0].NodeClaim.Spec.Resources.Requests[corev1.ResourceCPU]
@@ -214,18 +215,18 @@ func TestPlan(t *testing.T) {
 	}, {
 		name:  "preferred anti-affinity respected",
 		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default")}},
-		batch: pods(3, "web", "500m", "512Mi", labelled("app", "web"), preferAntiAffine(10, corev1.LabelHostname, "web")),
+		batch: pods(3, "web", "500m", "512Mi", labelled("app", "web"), testpods.PreferAntiAffine(10, corev1.LabelHostname, "web")),
 		check: func(t *testing.T, plan *simulation.Plan) { wantClaims(t, plan, 3) },
 	}, {
 		name:  "preferred anti-affinity ignored",
 		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default")}},
-		batch: pods(3, "web", "500m", "512Mi", labelled("app", "web"), preferAntiAffine(10, corev1.LabelHostname, "web")),
+		batch: pods(3, "web", "500m", "512Mi", labelled("app", "web"), testpods.PreferAntiAffine(10, corev1.LabelHostname, "web")),
 		opts:  []solverOption{withPolicy(PreferenceIgnore)},
 		check: func(t *testing.T, plan *simulation.Plan) { wantClaims(t, plan, 1) },
 	}, {
 		name:  "unsatisfiable preference is relaxed, lowest weight first",
 		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default", threeZones())}},
-		batch: pods(1, "web", "500m", "512Mi", preferNode(50, zone, "test-zone-b"), preferNode(10, zone, "test-zone-d")),
+		batch: pods(1, "web", "500m", "512Mi", testpods.PreferNode(50, zone, "test-zone-b"), testpods.PreferNode(10, zone, "test-zone-d")),
 		check: func(t *testing.T, plan *simulation.Plan) {
 			wantClaims(t, plan, 1)
 			if got := plan.NewNodeClaims[0].NodeClaim.Labels[zone]; got != "test-zone-b" {
@@ -240,6 +241,31 @@ func TestPlan(t *testing.T) {
 			wantClaims(t, plan, 0)
 			if len(plan.InFlight) != 3 {
 				t.Errorf("in flight %v", plan.InFlight)
+			}
+		},
+	}, {
+		// The lifecycle controller has not yet written status.nodeName: the Node named after
+		// the claim is its capacity, which kube-scheduler places pods on; the claim must not be
+		// added again as a hypothetical node (planning failed on the name clash before).
+		name: "in-flight NodeClaim whose Node registered before its status says so",
+		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default")}, NodeClaimList: []*karpv1.NodeClaim{inFlight},
+			NodeList: []*corev1.Node{{
+				ObjectMeta: metav1.ObjectMeta{Name: inFlight.Name, Labels: map[string]string{
+					karpv1.NodePoolLabelKey: "default", corev1.LabelHostname: inFlight.Name, corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64",
+					corev1.LabelInstanceTypeStable: "m5.2xlarge", zone: "test-zone-a",
+				}},
+				Status: corev1.NodeStatus{
+					Allocatable: corev1.ResourceList{
+						corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("32Gi"), corev1.ResourcePods: resource.MustParse("58"),
+					},
+					Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+				},
+			}}},
+		batch: pods(3, "web", "1", "1Gi"),
+		check: func(t *testing.T, plan *simulation.Plan) {
+			wantClaims(t, plan, 1)
+			if len(plan.InFlight) != 0 {
+				t.Errorf("pods planned onto the registered claim as if it were launching: %v", plan.InFlight)
 			}
 		},
 	}, {
@@ -284,7 +310,7 @@ func TestPlan(t *testing.T) {
 	}, {
 		name:  "custom-key spread counts every value the NodePool lists as a domain",
 		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default", requiring(rack, corev1.NodeSelectorOpIn, nil, "rack-1", "rack-2"))}},
-		batch: pods(2, "web", "1", "1Gi", labelled("app", "web"), spread(rack, "web", corev1.DoNotSchedule)),
+		batch: pods(2, "web", "1", "1Gi", labelled("app", "web"), testpods.Spread(rack, "web", corev1.DoNotSchedule)),
 		check: func(t *testing.T, plan *simulation.Plan) {
 			wantClaims(t, plan, 2)
 			if got := labelValues(plan, rack); !slices.Equal(got, []string{"rack-1", "rack-2"}) {
@@ -321,7 +347,7 @@ func TestPlan(t *testing.T) {
 	}, {
 		name:  "a nodeSelector on the deprecated beta zone key is met",
 		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default", threeZones())}},
-		batch: pods(1, "web", "1", "1Gi", selecting(corev1.LabelFailureDomainBetaZone, "test-zone-b")),
+		batch: pods(1, "web", "1", "1Gi", testpods.Selecting(corev1.LabelFailureDomainBetaZone, "test-zone-b")),
 		check: func(t *testing.T, plan *simulation.Plan) {
 			wantClaims(t, plan, 1)
 			wantLabelValues(t, plan, zone, "test-zone-b")
@@ -362,7 +388,7 @@ func TestPlan(t *testing.T) {
 		// pinned (largest, placed first) allows two zones and is counted by the spread of
 		// the others: its NodeClaim must be held to the zone its node was counted in.
 		batch: append(pods(1, "pinned", "2", "1Gi", labelled("app", "web"), requireNode(zone, "test-zone-a", "test-zone-b")),
-			pods(3, "web", "1", "1Gi", labelled("app", "web"), spread(zone, "web", corev1.DoNotSchedule))...),
+			pods(3, "web", "1", "1Gi", labelled("app", "web"), testpods.Spread(zone, "web", corev1.DoNotSchedule))...),
 		check: func(t *testing.T, plan *simulation.Plan) {
 			for _, c := range plan.NewNodeClaims {
 				if values := requirement(c.NodeClaim, zone).Values(); len(values) != 1 {
