@@ -12,6 +12,7 @@ import (
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
+	"github.com/joinery-dev/joinery/internal/testpods"
 	"github.com/joinery-dev/joinery/scheduling"
 	"github.com/joinery-dev/joinery/simulation"
 )
@@ -67,10 +68,10 @@ func benchPods(n int) []*corev1.Pod {
 		opts []podOption
 	}{
 		{"plain", nil},
-		{"zone-spread", []podOption{spread(corev1.LabelTopologyZone, "zone-spread", corev1.DoNotSchedule)}},
-		{"host-spread", []podOption{spread(corev1.LabelHostname, "host-spread", corev1.DoNotSchedule)}},
+		{"zone-spread", []podOption{testpods.Spread(corev1.LabelTopologyZone, "zone-spread", corev1.DoNotSchedule)}},
+		{"host-spread", []podOption{testpods.Spread(corev1.LabelHostname, "host-spread", corev1.DoNotSchedule)}},
 		{"zone-affinity", []podOption{affine(corev1.LabelTopologyZone, "zone-affinity")}},
-		{"nginx", []podOption{antiAffine(corev1.LabelHostname, "nginx")}},
+		{"nginx", []podOption{testpods.AntiAffine(corev1.LabelHostname, "nginx")}},
 	}
 	out := make([]*corev1.Pod, 0, n)
 	for i := range n {
@@ -100,8 +101,8 @@ func BenchmarkPreferences(b *testing.B) {
 	its := benchInstanceTypes()
 	batch := pods(4000, "pref", "100m", "4Gi", labelled("app", "pref"),
 		preferAffine(50, corev1.LabelTopologyZone, "pref"),
-		preferAntiAffine(30, corev1.LabelTopologyZone, "pref"),
-		preferAntiAffine(10, corev1.LabelHostname, "pref"))
+		testpods.PreferAntiAffine(30, corev1.LabelTopologyZone, "pref"),
+		testpods.PreferAntiAffine(10, corev1.LabelHostname, "pref"))
 	for _, policy := range []PreferencePolicy{PreferenceRespect, PreferenceIgnore} {
 		b.Run(string(policy), func(b *testing.B) { runBench(b, its, batch, policy) })
 	}

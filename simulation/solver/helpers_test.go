@@ -2,7 +2,6 @@ package solver
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"testing"
 
@@ -19,6 +18,7 @@ import (
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/cloudprovider/kwok/catalog"
+	"github.com/joinery-dev/joinery/internal/testpods"
 	"github.com/joinery-dev/joinery/scheduling"
 	"github.com/joinery-dev/joinery/simulation"
 )
@@ -92,135 +92,53 @@ func limited(resources corev1.ResourceList) poolOption {
 	return func(np *karpv1.NodePool) { np.Spec.Limits = resources }
 }
 
-type podOption func(*corev1.Pod)
+// The pod builders are shared with the plugin's integration tests (package testpods); these
+// two names recur across the cases.
+type podOption = testpods.Option
 
+var labelled = testpods.Labelled
+
+// solverPod places a pod of the default scheduler in namespace default, with a UID from its
+// name: the solver tells pods apart by UID.
+func solverPod(p *corev1.Pod) {
+	p.Namespace, p.UID, p.Spec.SchedulerName = "default", types.UID("uid-"+p.Name), corev1.DefaultSchedulerName
+}
+
+// testPod is a pod of the solver whose container requests cpu and memory.
 func testPod(name, cpu, memory string, opts ...podOption) *corev1.Pod {
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name), Labels: map[string]string{}},
-		Spec: corev1.PodSpec{
-			SchedulerName: corev1.DefaultSchedulerName,
-			Containers: []corev1.Container{{
-				Name: "main", Image: "registry.example/app:1",
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-					corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory),
-				}},
-			}},
-		},
-	}
-	for _, opt := range opts {
-		opt(p)
-	}
-	return p
+	return testpods.New(name, cpu, memory, append([]podOption{solverPod}, opts...)...)
 }
 
+// pods is n pods as testPod builds them, named prefix-0 to prefix-(n-1).
 func pods(n int, prefix, cpu, memory string, opts ...podOption) []*corev1.Pod {
-	out := make([]*corev1.Pod, n)
-	for i := range out {
-		out[i] = testPod(fmt.Sprintf("%s-%d", prefix, i), cpu, memory, opts...)
-	}
-	return out
-}
-
-func labelled(key, value string) podOption { return func(p *corev1.Pod) { p.Labels[key] = value } }
-
-func selecting(key, value string) podOption {
-	return func(p *corev1.Pod) {
-		if p.Spec.NodeSelector == nil {
-			p.Spec.NodeSelector = map[string]string{}
-		}
-		p.Spec.NodeSelector[key] = value
-	}
-}
-
-func tolerating(key string) podOption {
-	return func(p *corev1.Pod) {
-		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists})
-	}
-}
-
-func hostPort(port int32) podOption {
-	return func(p *corev1.Pod) {
-		p.Spec.Containers[0].Ports = append(p.Spec.Containers[0].Ports, corev1.ContainerPort{ContainerPort: port, HostPort: port, Protocol: corev1.ProtocolTCP})
-	}
-}
-
-func affinity(p *corev1.Pod) *corev1.Affinity {
-	if p.Spec.Affinity == nil {
-		p.Spec.Affinity = &corev1.Affinity{}
-	}
-	return p.Spec.Affinity
-}
-
-func selector(app string) *metav1.LabelSelector {
-	return &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}
-}
-
-func spread(key, app string, when corev1.UnsatisfiableConstraintAction) podOption {
-	return func(p *corev1.Pod) {
-		p.Spec.TopologySpreadConstraints = append(p.Spec.TopologySpreadConstraints, corev1.TopologySpreadConstraint{
-			MaxSkew: 1, TopologyKey: key, WhenUnsatisfiable: when, LabelSelector: selector(app),
-		})
-	}
-}
-
-func antiAffine(key, app string) podOption {
-	return func(p *corev1.Pod) {
-		a := affinity(p)
-		if a.PodAntiAffinity == nil {
-			a.PodAntiAffinity = &corev1.PodAntiAffinity{}
-		}
-		a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution = append(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution,
-			corev1.PodAffinityTerm{TopologyKey: key, LabelSelector: selector(app)})
-	}
+	return testpods.Numbered(n, prefix, cpu, memory, append([]podOption{solverPod}, opts...)...)
 }
 
 func affine(key, app string) podOption {
 	return func(p *corev1.Pod) {
-		a := affinity(p)
+		a := testpods.Affinity(p)
 		if a.PodAffinity == nil {
 			a.PodAffinity = &corev1.PodAffinity{}
 		}
 		a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution = append(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution,
-			corev1.PodAffinityTerm{TopologyKey: key, LabelSelector: selector(app)})
-	}
-}
-
-func preferAntiAffine(weight int32, key, app string) podOption {
-	return func(p *corev1.Pod) {
-		a := affinity(p)
-		if a.PodAntiAffinity == nil {
-			a.PodAntiAffinity = &corev1.PodAntiAffinity{}
-		}
-		a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution = append(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution,
-			corev1.WeightedPodAffinityTerm{Weight: weight, PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: key, LabelSelector: selector(app)}})
+			corev1.PodAffinityTerm{TopologyKey: key, LabelSelector: testpods.AppSelector(app)})
 	}
 }
 
 func preferAffine(weight int32, key, app string) podOption {
 	return func(p *corev1.Pod) {
-		a := affinity(p)
+		a := testpods.Affinity(p)
 		if a.PodAffinity == nil {
 			a.PodAffinity = &corev1.PodAffinity{}
 		}
 		a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution = append(a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution,
-			corev1.WeightedPodAffinityTerm{Weight: weight, PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: key, LabelSelector: selector(app)}})
-	}
-}
-
-func preferNode(weight int32, key string, values ...string) podOption {
-	return func(p *corev1.Pod) {
-		a := affinity(p)
-		if a.NodeAffinity == nil {
-			a.NodeAffinity = &corev1.NodeAffinity{}
-		}
-		a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution = append(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution,
-			corev1.PreferredSchedulingTerm{Weight: weight, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: key, Operator: corev1.NodeSelectorOpIn, Values: values}}}})
+			corev1.WeightedPodAffinityTerm{Weight: weight, PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: key, LabelSelector: testpods.AppSelector(app)}})
 	}
 }
 
 func requireNode(key string, values ...string) podOption {
 	return func(p *corev1.Pod) {
-		a := affinity(p)
+		a := testpods.Affinity(p)
 		a.NodeAffinity = &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
 			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: key, Operator: corev1.NodeSelectorOpIn, Values: values}},
 		}}}}

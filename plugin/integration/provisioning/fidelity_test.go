@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/internal/testpods"
 	"github.com/joinery-dev/joinery/simulation"
 )
 
@@ -20,7 +21,7 @@ func TestFidelityCheckRejectsBadPlans(t *testing.T) {
 	e.run(t, scenario{
 		name:      "two anti-affine pods",
 		nodePools: []*karpv1.NodePool{nodePool("default")},
-		pods:      pods(2, "db", "100m", "128Mi", labelled("app", "db"), antiAffine(corev1.LabelHostname, "db")),
+		pods:      pods(2, "db", "100m", "128Mi", labelled("app", "db"), testpods.AntiAffine(corev1.LabelHostname, "db")),
 		check: func(t *testing.T, o *outcome) {
 			o.wantClaims(t, 2)
 			first, second := o.claim(t, "db-0"), o.claim(t, "db-1")

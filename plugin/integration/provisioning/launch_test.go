@@ -10,6 +10,7 @@ import (
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider/kwok"
 	"github.com/joinery-dev/joinery/cloudprovider/kwok/catalog"
+	"github.com/joinery-dev/joinery/internal/testpods"
 )
 
 // TestCapacityTypePriority: NodeClaims keep every capacity type the NodePool allows, list the
@@ -23,7 +24,7 @@ func TestCapacityTypePriority(t *testing.T) {
 		nodePools: []*karpv1.NodePool{nodePool("default",
 			requires(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, nil, all...),
 			requires(familyLabel, corev1.NodeSelectorOpIn, nil, "m5"))},
-		pods: pods(2, "web", "1500m", "1Gi", labelled("app", "web"), antiAffine(corev1.LabelHostname, "web")),
+		pods: pods(2, "web", "1500m", "1Gi", labelled("app", "web"), testpods.AntiAffine(corev1.LabelHostname, "web")),
 		check: func(t *testing.T, o *outcome) {
 			o.wantClaims(t, 2)
 			want := cheapestFirst(func(it catalog.InstanceType) bool { return familyOf(it.Name) == "m5" }, all...)

@@ -1,44 +1,31 @@
 package provisioning
 
 import (
-	"fmt"
-
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/joinery-dev/joinery/internal/testpods"
 )
+
+// The pod builders are shared with the solver's tests (package testpods); these two names
+// recur across the cases.
+type podOption = testpods.Option
+
+var labelled = testpods.Labelled
 
 // Pods of the cases. Every pod is of the joinery profile.
 
-type podOption func(*corev1.Pod)
+func ofProfile(p *corev1.Pod) { p.Spec.SchedulerName = profileName }
 
 func pod(name, cpu, memory string, opts ...podOption) *corev1.Pod {
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}},
-		Spec: corev1.PodSpec{
-			SchedulerName: profileName,
-			Containers: []corev1.Container{{
-				Name: "app", Image: "registry.k8s.io/pause:3.10",
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-					corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory),
-				}},
-			}},
-		},
-	}
-	for _, opt := range opts {
-		opt(p)
-	}
-	return p
+	return testpods.New(name, cpu, memory, append([]podOption{ofProfile}, opts...)...)
 }
 
 func pods(n int, prefix, cpu, memory string, opts ...podOption) []*corev1.Pod {
-	out := make([]*corev1.Pod, n)
-	for i := range out {
-		out[i] = pod(fmt.Sprintf("%s-%d", prefix, i), cpu, memory, opts...)
-	}
-	return out
+	return testpods.Numbered(n, prefix, cpu, memory, append([]podOption{ofProfile}, opts...)...)
 }
 
 func join(groups ...[]*corev1.Pod) []*corev1.Pod {
@@ -49,85 +36,10 @@ func join(groups ...[]*corev1.Pod) []*corev1.Pod {
 	return out
 }
 
-func labelled(key, value string) podOption { return func(p *corev1.Pod) { p.Labels[key] = value } }
-
-func selecting(key, value string) podOption {
-	return func(p *corev1.Pod) {
-		if p.Spec.NodeSelector == nil {
-			p.Spec.NodeSelector = map[string]string{}
-		}
-		p.Spec.NodeSelector[key] = value
-	}
-}
-
-func tolerating(key string) podOption {
-	return func(p *corev1.Pod) {
-		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists})
-	}
-}
-
-func hostPort(port int32) podOption {
-	return func(p *corev1.Pod) {
-		p.Spec.Containers[0].Ports = append(p.Spec.Containers[0].Ports, corev1.ContainerPort{ContainerPort: port, HostPort: port, Protocol: corev1.ProtocolTCP})
-	}
-}
-
-func affinity(p *corev1.Pod) *corev1.Affinity {
-	if p.Spec.Affinity == nil {
-		p.Spec.Affinity = &corev1.Affinity{}
-	}
-	return p.Spec.Affinity
-}
-
-func appSelector(app string) *metav1.LabelSelector {
-	return &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}
-}
-
-func spread(key, app string, when corev1.UnsatisfiableConstraintAction) podOption {
-	return func(p *corev1.Pod) {
-		p.Spec.TopologySpreadConstraints = append(p.Spec.TopologySpreadConstraints, corev1.TopologySpreadConstraint{
-			MaxSkew: 1, TopologyKey: key, WhenUnsatisfiable: when, LabelSelector: appSelector(app),
-		})
-	}
-}
-
-func antiAffine(key, app string) podOption {
-	return func(p *corev1.Pod) {
-		a := affinity(p)
-		if a.PodAntiAffinity == nil {
-			a.PodAntiAffinity = &corev1.PodAntiAffinity{}
-		}
-		a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution = append(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution,
-			corev1.PodAffinityTerm{TopologyKey: key, LabelSelector: appSelector(app)})
-	}
-}
-
-func preferAntiAffine(weight int32, key, app string) podOption {
-	return func(p *corev1.Pod) {
-		a := affinity(p)
-		if a.PodAntiAffinity == nil {
-			a.PodAntiAffinity = &corev1.PodAntiAffinity{}
-		}
-		a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution = append(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution,
-			corev1.WeightedPodAffinityTerm{Weight: weight, PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: key, LabelSelector: appSelector(app)}})
-	}
-}
-
-func preferNode(weight int32, key string, values ...string) podOption {
-	return func(p *corev1.Pod) {
-		a := affinity(p)
-		if a.NodeAffinity == nil {
-			a.NodeAffinity = &corev1.NodeAffinity{}
-		}
-		a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution = append(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution,
-			corev1.PreferredSchedulingTerm{Weight: weight, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: key, Operator: corev1.NodeSelectorOpIn, Values: values}}}})
-	}
-}
-
 // requireNodeTerms sets required node affinity: one term per requirement, ORed.
 func requireNodeTerms(terms ...corev1.NodeSelectorRequirement) podOption {
 	return func(p *corev1.Pod) {
-		a := affinity(p)
+		a := testpods.Affinity(p)
 		if a.NodeAffinity == nil {
 			a.NodeAffinity = &corev1.NodeAffinity{}
 		}

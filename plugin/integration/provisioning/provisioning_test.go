@@ -14,6 +14,7 @@ import (
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/cloudprovider/kwok/catalog"
+	"github.com/joinery-dev/joinery/internal/testpods"
 )
 
 const zone = corev1.LabelTopologyZone
@@ -161,7 +162,7 @@ func scenarios() []scenario {
 				startupTaints(corev1.Taint{Key: "example.com/init", Value: "true", Effect: corev1.TaintEffectNoSchedule})),
 			nodePool("default"),
 		},
-		pods: []*corev1.Pod{pod("web", "1", "1Gi"), pod("train", "1", "1Gi", tolerating("example.com/gpu"))},
+		pods: []*corev1.Pod{pod("web", "1", "1Gi"), pod("train", "1", "1Gi", testpods.Tolerating("example.com/gpu"))},
 		check: func(t *testing.T, o *outcome) {
 			o.wantClaims(t, 2)
 			gpu, plain := o.claim(t, "train"), o.claim(t, "web")
@@ -201,9 +202,9 @@ func scenarios() []scenario {
 			requires(corev1.LabelArchStable, corev1.NodeSelectorOpIn, nil, "amd64"),
 			requires(familyLabel, corev1.NodeSelectorOpIn, nil, "c5", "m5"))},
 		pods: []*corev1.Pod{
-			pod("b", "1", "1Gi", selecting(zone, "test-zone-b"), selecting("example.com/team", "payments"), requireNodeTerms(in(familyLabel, "m5", "r5"))),
-			pod("c", "1", "1Gi", selecting(zone, "test-zone-c")),
-			pod("other-team", "1", "1Gi", selecting("example.com/team", "search")),
+			pod("b", "1", "1Gi", testpods.Selecting(zone, "test-zone-b"), testpods.Selecting("example.com/team", "payments"), requireNodeTerms(in(familyLabel, "m5", "r5"))),
+			pod("c", "1", "1Gi", testpods.Selecting(zone, "test-zone-c")),
+			pod("other-team", "1", "1Gi", testpods.Selecting("example.com/team", "search")),
 		},
 		unschedulable: map[string]string{"c": "zone", "other-team": "example.com/team"},
 		check: func(t *testing.T, o *outcome) {
@@ -222,8 +223,8 @@ func scenarios() []scenario {
 		nodePools: []*karpv1.NodePool{nodePool("default", requires("example.com/team", corev1.NodeSelectorOpExists, nil))},
 		pods: []*corev1.Pod{
 			pod("any", "1", "1Gi"),
-			pod("red", "1", "1Gi", selecting("example.com/team", "red"), antiAffine(corev1.LabelHostname, "any"), labelled("app", "red")),
-			pod("undeclared", "1", "1Gi", selecting("example.com/other", "blue")),
+			pod("red", "1", "1Gi", testpods.Selecting("example.com/team", "red"), testpods.AntiAffine(corev1.LabelHostname, "any"), labelled("app", "red")),
+			pod("undeclared", "1", "1Gi", testpods.Selecting("example.com/other", "blue")),
 		},
 		unschedulable: map[string]string{"undeclared": "example.com/other"},
 		check: func(t *testing.T, o *outcome) {
@@ -288,7 +289,7 @@ func scenarios() []scenario {
 	}, {
 		name:      "preferred node affinity under Respect: the heaviest satisfiable preference wins",
 		nodePools: []*karpv1.NodePool{nodePool("default", threeZones())},
-		pods:      []*corev1.Pod{pod("web", "500m", "512Mi", preferNode(50, zone, "test-zone-c"), preferNode(10, zone, "test-zone-d"))},
+		pods:      []*corev1.Pod{pod("web", "500m", "512Mi", testpods.PreferNode(50, zone, "test-zone-c"), testpods.PreferNode(10, zone, "test-zone-d"))},
 		check: func(t *testing.T, o *outcome) {
 			o.wantClaims(t, 1)
 			wantLabel(t, o.claims[0], zone, "test-zone-c")
@@ -298,7 +299,7 @@ func scenarios() []scenario {
 		name:      "preferred node affinity under Ignore leaves the zone open",
 		args:      map[string]any{"preferencePolicy": "Ignore"},
 		nodePools: []*karpv1.NodePool{nodePool("default", threeZones())},
-		pods:      []*corev1.Pod{pod("web", "500m", "512Mi", preferNode(50, zone, "test-zone-c"))},
+		pods:      []*corev1.Pod{pod("web", "500m", "512Mi", testpods.PreferNode(50, zone, "test-zone-c"))},
 		check: func(t *testing.T, o *outcome) {
 			o.wantClaims(t, 1)
 			wantNoLabel(t, o.claims[0], zone)
@@ -307,18 +308,18 @@ func scenarios() []scenario {
 	}, {
 		name:      "preferred pod anti-affinity under Respect: one node per pod",
 		nodePools: []*karpv1.NodePool{nodePool("default")},
-		pods:      pods(3, "web", "500m", "512Mi", labelled("app", "web"), preferAntiAffine(10, corev1.LabelHostname, "web")),
+		pods:      pods(3, "web", "500m", "512Mi", labelled("app", "web"), testpods.PreferAntiAffine(10, corev1.LabelHostname, "web")),
 		check:     func(t *testing.T, o *outcome) { o.wantClaims(t, 3) },
 	}, {
 		name:      "preferred pod anti-affinity under Ignore: packed",
 		args:      map[string]any{"preferencePolicy": "Ignore"},
 		nodePools: []*karpv1.NodePool{nodePool("default")},
-		pods:      pods(3, "web", "500m", "512Mi", labelled("app", "web"), preferAntiAffine(10, corev1.LabelHostname, "web")),
+		pods:      pods(3, "web", "500m", "512Mi", labelled("app", "web"), testpods.PreferAntiAffine(10, corev1.LabelHostname, "web")),
 		check:     func(t *testing.T, o *outcome) { o.wantClaims(t, 1) },
 	}, {
 		name:      "ScheduleAnyway zone spread under Respect: spread over the zones",
 		nodePools: []*karpv1.NodePool{nodePool("default", threeZones())},
-		pods:      pods(3, "web", "500m", "512Mi", labelled("app", "web"), spread(zone, "web", corev1.ScheduleAnyway)),
+		pods:      pods(3, "web", "500m", "512Mi", labelled("app", "web"), testpods.Spread(zone, "web", corev1.ScheduleAnyway)),
 		check: func(t *testing.T, o *outcome) {
 			o.wantClaims(t, 3)
 			if got := o.distinctLabels(t, zone); len(got) != 3 {
@@ -329,7 +330,7 @@ func scenarios() []scenario {
 		name:      "ScheduleAnyway zone spread under Ignore: packed",
 		args:      map[string]any{"preferencePolicy": "Ignore"},
 		nodePools: []*karpv1.NodePool{nodePool("default", threeZones())},
-		pods:      pods(3, "web", "500m", "512Mi", labelled("app", "web"), spread(zone, "web", corev1.ScheduleAnyway)),
+		pods:      pods(3, "web", "500m", "512Mi", labelled("app", "web"), testpods.Spread(zone, "web", corev1.ScheduleAnyway)),
 		check:     func(t *testing.T, o *outcome) { o.wantClaims(t, 1) },
 	}, {
 		name:      "required node affinity terms are tried in order",
@@ -346,7 +347,7 @@ func scenarios() []scenario {
 	}, {
 		name:      "zone spread: one NodeClaim per zone",
 		nodePools: []*karpv1.NodePool{nodePool("default", threeZones())},
-		pods:      pods(3, "spread", "1", "1Gi", labelled("app", "spread"), spread(zone, "spread", corev1.DoNotSchedule)),
+		pods:      pods(3, "spread", "1", "1Gi", labelled("app", "spread"), testpods.Spread(zone, "spread", corev1.DoNotSchedule)),
 		check: func(t *testing.T, o *outcome) {
 			o.wantClaims(t, 3)
 			if got := o.distinctLabels(t, zone); len(got) != 3 {
@@ -359,7 +360,7 @@ func scenarios() []scenario {
 	}, {
 		name:      "hostname anti-affinity: one pod per NodeClaim",
 		nodePools: []*karpv1.NodePool{nodePool("default")},
-		pods:      pods(4, "db", "500m", "512Mi", labelled("app", "db"), antiAffine(corev1.LabelHostname, "db")),
+		pods:      pods(4, "db", "500m", "512Mi", labelled("app", "db"), testpods.AntiAffine(corev1.LabelHostname, "db")),
 		check: func(t *testing.T, o *outcome) {
 			o.wantClaims(t, 4)
 			for _, nc := range o.claims {
@@ -371,7 +372,7 @@ func scenarios() []scenario {
 	}, {
 		name:      "capacity-type spread: one spot, one on-demand",
 		nodePools: []*karpv1.NodePool{nodePool("default")},
-		pods:      pods(2, "web", "1", "1Gi", labelled("app", "web"), spread(karpv1.CapacityTypeLabelKey, "web", corev1.DoNotSchedule)),
+		pods:      pods(2, "web", "1", "1Gi", labelled("app", "web"), testpods.Spread(karpv1.CapacityTypeLabelKey, "web", corev1.DoNotSchedule)),
 		check: func(t *testing.T, o *outcome) {
 			o.wantClaims(t, 2)
 			got := o.distinctLabels(t, karpv1.CapacityTypeLabelKey)
@@ -386,9 +387,9 @@ func scenarios() []scenario {
 		name:      "host ports: pods on the same port get separate nodes; a daemon's port is taken",
 		nodePools: []*karpv1.NodePool{nodePool("default")},
 		objects: func(string) []client.Object {
-			return []client.Object{daemonSet("exporter", "100m", "64Mi", hostPort(9100))}
+			return []client.Object{daemonSet("exporter", "100m", "64Mi", testpods.HostPort(9100))}
 		},
-		pods:          join(pods(2, "web", "1", "1Gi", hostPort(8080)), pods(1, "metrics", "100m", "64Mi", hostPort(9100))),
+		pods:          join(pods(2, "web", "1", "1Gi", testpods.HostPort(8080)), pods(1, "metrics", "100m", "64Mi", testpods.HostPort(9100))),
 		unschedulable: map[string]string{"metrics-0": "NodePorts"},
 		check: func(t *testing.T, o *outcome) {
 			o.wantClaims(t, 2)
@@ -404,12 +405,12 @@ func scenarios() []scenario {
 		},
 		objects: func(string) []client.Object {
 			return []client.Object{
-				daemonSet("agent", "1", "1Gi"),                                          // untainted nodes only
-				daemonSet("everywhere", "500m", "256Mi", tolerateEverything),            // every node
-				daemonSet("elsewhere", "2", "2Gi", selecting("example.com/never", "x")), // no node of these pools
+				daemonSet("agent", "1", "1Gi"),                                                   // untainted nodes only
+				daemonSet("everywhere", "500m", "256Mi", tolerateEverything),                     // every node
+				daemonSet("elsewhere", "2", "2Gi", testpods.Selecting("example.com/never", "x")), // no node of these pools
 			}
 		},
-		pods: []*corev1.Pod{pod("web", "1", "1Gi"), pod("isolated", "1", "1Gi", tolerating("dedicated"))},
+		pods: []*corev1.Pod{pod("web", "1", "1Gi"), pod("isolated", "1", "1Gi", testpods.Tolerating("dedicated"))},
 		check: func(t *testing.T, o *outcome) {
 			o.wantClaims(t, 2)
 			web, isolated := o.claim(t, "web"), o.claim(t, "isolated")
@@ -456,7 +457,7 @@ func scenarios() []scenario {
 		// user-defined ones included.
 		name:      "custom-key topology: spread over a user-defined label's values",
 		nodePools: []*karpv1.NodePool{nodePool("default", requires("example.com/rack", corev1.NodeSelectorOpIn, nil, "rack-1", "rack-2"))},
-		pods:      pods(2, "web", "1", "1Gi", labelled("app", "web"), spread("example.com/rack", "web", corev1.DoNotSchedule)),
+		pods:      pods(2, "web", "1", "1Gi", labelled("app", "web"), testpods.Spread("example.com/rack", "web", corev1.DoNotSchedule)),
 		check: func(t *testing.T, o *outcome) {
 			o.wantClaims(t, 2)
 			if got := o.distinctLabels(t, "example.com/rack"); got["rack-1"] != 1 || got["rack-2"] != 1 {
