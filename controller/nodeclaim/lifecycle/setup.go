@@ -10,8 +10,10 @@ import (
 	"github.com/joinery-dev/joinery/controller/state"
 )
 
-// maxConcurrentReconciles lets launches, which wait on the cloud, proceed side by side.
-const maxConcurrentReconciles = 10
+// maxConcurrentReconciles lets launches, which wait on the cloud, proceed side by side: a
+// scale-up of a hundred NodeClaims launches at once, and the AWS provider batches the
+// identical ones into one CreateFleet (at 10, a batch could never hold more than 10).
+const maxConcurrentReconciles = 100
 
 // SetupWithManager registers the controller: it reconciles NodeClaims, and a NodeClaim again
 // whenever the Node with its provider ID changes. The provider-ID indexes
