@@ -200,10 +200,9 @@ func (s *Server) describeInstances(_ context.Context, q Query) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var matched []string
-	for _, id := range selected {
+	matched, err := filterIDs(selected, func(id string) (bool, error) {
 		inst := l.instances[id]
-		ok, err := matchFilters(q.Filters(), inst.Tags, true, func(name string) ([]string, bool) {
+		return matchFilters(q.Filters(), inst.Tags, true, func(name string) ([]string, bool) {
 			switch name {
 			case "instance-id":
 				return []string{inst.ID}, true
@@ -235,12 +234,9 @@ func (s *Server) describeInstances(_ context.Context, q Query) (any, error) {
 			}
 			return nil, false
 		})
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			matched = append(matched, id)
-		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	pageIDs, next, err := page(matched, q, 5, 1000)
 	if err != nil {

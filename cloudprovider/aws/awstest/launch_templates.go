@@ -197,10 +197,9 @@ func (s *Server) describeLaunchTemplates(_ context.Context, q Query) (any, error
 	if err != nil {
 		return nil, err
 	}
-	var matched []string
-	for _, id := range selected {
+	matched, err := filterIDs(selected, func(id string) (bool, error) {
 		lt := l.templates[id]
-		ok, err := matchFilters(q.Filters(), lt.Tags, true, func(name string) ([]string, bool) {
+		return matchFilters(q.Filters(), lt.Tags, true, func(name string) ([]string, bool) {
 			switch name {
 			case "launch-template-name":
 				return []string{lt.Name}, true
@@ -209,12 +208,9 @@ func (s *Server) describeLaunchTemplates(_ context.Context, q Query) (any, error
 			}
 			return nil, false
 		})
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			matched = append(matched, id)
-		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	pageIDs, next, err := page(matched, q, 1, 200)
 	if err != nil {

@@ -139,12 +139,11 @@ func (s *Server) describeSubnets(_ context.Context, q Query) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var matched []string
-	for _, id := range ids {
+	matched, err := filterIDs(ids, func(id string) (bool, error) {
 		sn := r.subnets[id]
 		zone, _ := s.zone(sn.Zone)
 		isDefault := r.isDefaultVPC(sn.VPCID)
-		ok, err := matchFilters(q.Filters(), sn.Tags, true, func(name string) ([]string, bool) {
+		return matchFilters(q.Filters(), sn.Tags, true, func(name string) ([]string, bool) {
 			switch name {
 			case "subnet-id":
 				return []string{sn.ID}, true
@@ -169,12 +168,9 @@ func (s *Server) describeSubnets(_ context.Context, q Query) (any, error) {
 			}
 			return nil, false
 		})
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			matched = append(matched, id)
-		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	pageIDs, next, err := page(matched, q, 5, 1000)
 	if err != nil {
@@ -220,13 +216,12 @@ func (s *Server) describeSecurityGroups(_ context.Context, q Query) (any, error)
 		return nil, err
 	}
 	names := q.List("GroupName")
-	var matched []string
-	for _, id := range ids {
+	matched, err := filterIDs(ids, func(id string) (bool, error) {
 		sg := r.securityGroups[id]
 		if len(names) > 0 && !contains(names, sg.Name) {
-			continue
+			return false, nil
 		}
-		ok, err := matchFilters(q.Filters(), sg.Tags, true, func(name string) ([]string, bool) {
+		return matchFilters(q.Filters(), sg.Tags, true, func(name string) ([]string, bool) {
 			switch name {
 			case "group-id":
 				return []string{sg.ID}, true
@@ -241,12 +236,9 @@ func (s *Server) describeSecurityGroups(_ context.Context, q Query) (any, error)
 			}
 			return nil, false
 		})
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			matched = append(matched, id)
-		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	pageIDs, next, err := page(matched, q, 5, 1000)
 	if err != nil {
@@ -345,20 +337,19 @@ func (s *Server) describeImages(_ context.Context, q Query) (any, error) {
 	owners := q.List("Owner")
 	// Deprecated images are listed only when asked for, or when named by id.
 	includeDeprecated := q.Bool("IncludeDeprecated") || len(requested) > 0
-	var matched []string
-	for _, id := range ids {
+	matched, err := filterIDs(ids, func(id string) (bool, error) {
 		img := r.images[id]
 		own := img.OwnerID == AccountID
 		if !img.Public && !own {
 			if len(requested) > 0 {
-				return nil, &APIError{Code: "InvalidAMIID.NotFound", Message: fmt.Sprintf("The image id '[%s]' does not exist", id)}
+				return false, &APIError{Code: "InvalidAMIID.NotFound", Message: fmt.Sprintf("The image id '[%s]' does not exist", id)}
 			}
-			continue
+			return false, nil
 		}
 		if !imageOwnerMatches(img, owners) || (!includeDeprecated && img.Deprecated(now)) {
-			continue
+			return false, nil
 		}
-		ok, err := matchFilters(q.Filters(), img.Tags, own, func(name string) ([]string, bool) {
+		return matchFilters(q.Filters(), img.Tags, own, func(name string) ([]string, bool) {
 			switch name {
 			case "image-id":
 				return []string{img.ID}, true
@@ -393,12 +384,9 @@ func (s *Server) describeImages(_ context.Context, q Query) (any, error) {
 			}
 			return nil, false
 		})
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			matched = append(matched, id)
-		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	pageIDs, next, err := page(matched, q, 6, 1000)
 	if err != nil {
@@ -483,11 +471,10 @@ func (s *Server) describeCapacityReservations(_ context.Context, q Query) (any, 
 	if err != nil {
 		return nil, err
 	}
-	var matched []string
-	for _, id := range ids {
+	matched, err := filterIDs(ids, func(id string) (bool, error) {
 		cr := r.reservations[id]
 		zone, _ := s.zone(cr.Zone)
-		ok, err := matchFilters(q.Filters(), cr.Tags, true, func(name string) ([]string, bool) {
+		return matchFilters(q.Filters(), cr.Tags, true, func(name string) ([]string, bool) {
 			switch name {
 			case "instance-type":
 				return []string{cr.InstanceType}, true
@@ -510,12 +497,9 @@ func (s *Server) describeCapacityReservations(_ context.Context, q Query) (any, 
 			}
 			return nil, false
 		})
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			matched = append(matched, id)
-		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	pageIDs, next, err := page(matched, q, 1, 1000)
 	if err != nil {

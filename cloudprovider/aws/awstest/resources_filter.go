@@ -130,3 +130,18 @@ func tagSet(tags map[string]string) []tagXML {
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out
 }
+
+// filterIDs keeps, in order, the ids keep accepts; the first error keep returns ends it.
+func filterIDs(ids []string, keep func(id string) (bool, error)) ([]string, error) {
+	var out []string
+	for _, id := range ids {
+		ok, err := keep(id)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
