@@ -37,8 +37,10 @@ verify: generate ## Fail when generated files are stale, code is not gofmt'ed, g
 	hack/verify.sh
 
 .PHONY: test
+# -count=1: the e2e suites run bin/ binaries the test cache cannot see, so a cached pass could
+# hide a regression in them.
 test: tools build ## Unit, integration and e2e tests (what CI runs); integration and e2e tests start real clusters on 127.0.0.1
-	$(GO) test $(TEST_FLAGS) ./...
+	$(GO) test -count=1 $(TEST_FLAGS) ./...
 
 LOCALCLUSTER := .local/bin/localcluster
 # joinery's cloud provider on the local cluster: kwok, or aws (the AWS emulator).
