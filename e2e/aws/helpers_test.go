@@ -10,7 +10,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
@@ -34,7 +33,7 @@ const (
 )
 
 // groupLabel ties a test's NodePool, Nodes and pods together, so tests never share capacity.
-const groupLabel = "joinery.dev/e2e-group"
+const groupLabel = framework.GroupLabel
 
 // emulator returns the admin client of the local cluster's AWS emulator, skipping the test on
 // a cluster without one.
@@ -118,13 +117,7 @@ func createPods(t *testing.T, ns, group string, n int, cpu string) {
 	for i := range n {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", group, i), Namespace: ns, Labels: map[string]string{groupLabel: group}},
-			Spec: corev1.PodSpec{
-				NodeSelector:                  map[string]string{groupLabel: group},
-				TerminationGracePeriodSeconds: ptr.To[int64](0),
-				Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("256Mi")},
-				}}},
-			},
+			Spec:       framework.GroupPodSpec(group, cpu, "256Mi"),
 		}
 		if _, err := env.Client.CoreV1().Pods(ns).Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("create pod %s: %v", pod.Name, err)
@@ -219,13 +212,7 @@ func createDeployment(t *testing.T, ns, group string, n int32, cpu string) {
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					NodeSelector:                  labels,
-					TerminationGracePeriodSeconds: ptr.To[int64](0),
-					Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{
-						Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("256Mi")},
-					}}},
-				},
+				Spec:       framework.GroupPodSpec(group, cpu, "256Mi"),
 			},
 		},
 	}

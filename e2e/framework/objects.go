@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/ptr"
 
 	"github.com/joinery-dev/joinery/e2e/localcluster"
 )
@@ -167,4 +168,25 @@ func AwaitGone(t *testing.T, timeout time.Duration, what string, get func(ctx co
 		}
 		return false, fmt.Errorf("still exists")
 	})
+}
+
+// GroupLabel labels a test's NodePool's nodes and the pods that may run only there, so tests
+// sharing a cluster never share capacity.
+const GroupLabel = "joinery.dev/e2e-group"
+
+// GroupPodSpec is the spec of a pause container requesting cpu and memory that runs only on
+// nodes labelled GroupLabel=group and stops at once when evicted.
+func GroupPodSpec(group, cpu, memory string) corev1.PodSpec {
+	return corev1.PodSpec{
+		NodeSelector:                  map[string]string{GroupLabel: group},
+		TerminationGracePeriodSeconds: ptr.To[int64](0),
+		Containers: []corev1.Container{{
+			Name:  "app",
+			Image: "registry.k8s.io/pause:3.10",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU:    resource.MustParse(cpu),
+				corev1.ResourceMemory: resource.MustParse(memory),
+			}},
+		}},
+	}
 }

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/utils/ptr"
 
 	"github.com/joinery-dev/joinery/e2e/framework"
 )
@@ -67,13 +66,7 @@ func createGroupPods(t *testing.T, ns, group string, n int, cpu, toleration stri
 	for i := range n {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", group, i), Namespace: ns, Labels: map[string]string{"joinery.dev/e2e-group": group}},
-			Spec: corev1.PodSpec{
-				NodeSelector:                  map[string]string{"joinery.dev/e2e-group": group},
-				TerminationGracePeriodSeconds: ptr.To[int64](0),
-				Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("256Mi")},
-				}}},
-			},
+			Spec:       framework.GroupPodSpec(group, cpu, "256Mi"),
 		}
 		if toleration != "" {
 			pod.Spec.Tolerations = []corev1.Toleration{{Key: toleration, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}

@@ -8,7 +8,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/retry"
@@ -79,19 +78,8 @@ func running(pod corev1.Pod) error {
 func createDeployment(t *testing.T, ns, pool string, g group) {
 	t.Helper()
 	labels := map[string]string{"app": g.name, "joinery.dev/e2e-group": pool}
-	spec := corev1.PodSpec{
-		// Only nodes of this test's NodePool: the suite may share the cluster with others.
-		NodeSelector:                  map[string]string{"joinery.dev/e2e-group": pool},
-		TerminationGracePeriodSeconds: ptr.To[int64](0),
-		Containers: []corev1.Container{{
-			Name:  "app",
-			Image: "registry.k8s.io/pause:3.10",
-			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-				corev1.ResourceCPU:    resource.MustParse(g.cpu),
-				corev1.ResourceMemory: resource.MustParse(g.memory),
-			}},
-		}},
-	}
+	// Only nodes of this test's NodePool: the suite may share the cluster with others.
+	spec := framework.GroupPodSpec(pool, g.cpu, g.memory)
 	if g.spread {
 		own := &metav1.LabelSelector{MatchLabels: map[string]string{"app": g.name}}
 		spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
