@@ -1,7 +1,7 @@
 package nodeclass
 
 import (
-	"fmt"
+	"github.com/joinery-dev/joinery/controller/internal/conditions"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -73,20 +73,6 @@ func setValidationSucceeded(nc *awsv1.EC2NodeClass, problem string, now metav1.T
 // setReady summarizes the dependencies: True when all are, else the first that is not, with
 // its reason and message.
 func setReady(nc *awsv1.EC2NodeClass, now metav1.Time) {
-	for _, condType := range readyDependencies {
-		cond := meta.FindStatusCondition(nc.Status.Conditions, condType)
-		if cond == nil {
-			setCondition(nc, awsv1.ConditionTypeReady, metav1.ConditionUnknown, "AwaitingReconciliation", condType+" is not set", now)
-			return
-		}
-		if cond.Status != metav1.ConditionTrue {
-			message := fmt.Sprintf("%s=%s", cond.Type, cond.Status)
-			if cond.Message != "" {
-				message += ": " + cond.Message
-			}
-			setCondition(nc, awsv1.ConditionTypeReady, cond.Status, cond.Reason, message, now)
-			return
-		}
-	}
-	setCondition(nc, awsv1.ConditionTypeReady, metav1.ConditionTrue, awsv1.ConditionTypeReady, "", now)
+	status, reason, message := conditions.Ready(nc.Status.Conditions, readyDependencies, awsv1.ConditionTypeReady)
+	setCondition(nc, awsv1.ConditionTypeReady, status, reason, message, now)
 }

@@ -1,7 +1,7 @@
 package nodepool
 
 import (
-	"fmt"
+	"github.com/joinery-dev/joinery/controller/internal/conditions"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,20 +43,6 @@ func setValidationSucceeded(np *karpv1.NodePool, now metav1.Time) {
 // setReady summarizes the dependencies: True when all are, else the first one that is not,
 // with its reason and message.
 func setReady(np *karpv1.NodePool, now metav1.Time) {
-	for _, condType := range readyDependencies {
-		cond := meta.FindStatusCondition(np.Status.Conditions, condType)
-		if cond == nil {
-			setCondition(np, karpv1.ConditionTypeReady, metav1.ConditionUnknown, "AwaitingReconciliation", condType+" is not set", now)
-			return
-		}
-		if cond.Status != metav1.ConditionTrue {
-			message := fmt.Sprintf("%s=%s", cond.Type, cond.Status)
-			if cond.Message != "" {
-				message += ": " + cond.Message
-			}
-			setCondition(np, karpv1.ConditionTypeReady, cond.Status, cond.Reason, message, now)
-			return
-		}
-	}
-	setCondition(np, karpv1.ConditionTypeReady, metav1.ConditionTrue, karpv1.ConditionTypeReady, "", now)
+	status, reason, message := conditions.Ready(np.Status.Conditions, readyDependencies, karpv1.ConditionTypeReady)
+	setCondition(np, karpv1.ConditionTypeReady, status, reason, message, now)
 }
