@@ -9,6 +9,8 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/joinery-dev/joinery/cloudprovider/aws/awserr"
 )
 
 // errorClass says how a failed SQS call should be reported; every class is retried, since the
@@ -23,16 +25,12 @@ const (
 	errorAccessDenied            // credentials or IAM permissions are wrong
 )
 
-// Codes as SQS (JSON and its legacy query codes), KMS and STS report them.
+// SQS- and KMS-specific codes that awserr's service-wide lists do not carry.
 var (
-	throttlingCodes = map[string]bool{
-		"RequestThrottled": true, "ThrottlingException": true, "Throttling": true,
-		"KMS.ThrottlingException": true, "KmsThrottled": true, "RequestLimitExceeded": true,
-		"TooManyRequestsException": true, "OverLimit": true,
+	sqsThrottlingCodes = map[string]bool{
+		"KMS.ThrottlingException": true, "KmsThrottled": true, "OverLimit": true,
 	}
-	accessDeniedCodes = map[string]bool{
-		"AccessDenied": true, "AccessDeniedException": true, "InvalidClientTokenId": true,
-		"UnrecognizedClientException": true, "SignatureDoesNotMatch": true, "ExpiredToken": true,
+	sqsAccessDeniedCodes = map[string]bool{
 		"InvalidSecurity": true, "KMS.AccessDeniedException": true, "KmsAccessDenied": true,
 	}
 )
@@ -50,9 +48,9 @@ func classify(err error) errorClass {
 		switch code := apiErr.ErrorCode(); {
 		case code == "AWS.SimpleQueueService.NonExistentQueue" || code == "QueueDoesNotExist":
 			return errorQueueMissing
-		case throttlingCodes[code]:
+		case awserr.IsThrottled(err) || sqsThrottlingCodes[code]:
 			return errorThrottled
-		case accessDeniedCodes[code]:
+		case awserr.IsUnauthorized(err) || sqsAccessDeniedCodes[code]:
 			return errorAccessDenied
 		}
 	}

@@ -81,8 +81,7 @@ func Classify(err error) Classification {
 
 // isCode reports whether err is an AWS error with the given code.
 func isCode(err error, code string) bool {
-	var apiErr smithy.APIError
-	return errors.As(err, &apiErr) && apiErr.ErrorCode() == code
+	return awserr.Code(err) == code
 }
 
 // Message is a short, user-facing account of a resolution error for a status condition: what
