@@ -101,7 +101,7 @@ func psQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 }
 
-// psWords splits a PowerShell command line into words: single-quoted strings (” is a quote),
+// psWords splits a PowerShell command line into words: single-quoted strings (a doubled ' is a quote),
 // double-quoted strings (`x and "" escape), and bare words. Variables are not expanded.
 func psWords(s string) ([]string, error) {
 	var (

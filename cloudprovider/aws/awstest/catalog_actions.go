@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -344,42 +343,14 @@ func catalogQueryTime(q Query, key string) (time.Time, bool, error) {
 
 // catalogFiltersMatch applies EC2's filter semantics: every filter must match (AND), and a filter
 // matches when any of its values (OR, with * and ? wildcards) matches any of the item's values.
+// Filter names are validated by each caller before matching.
 func catalogFiltersMatch(filters []Filter, valuesOf func(name string) []string) bool {
 	for _, f := range filters {
-		values := valuesOf(f.Name)
-		ok := false
-		for _, pattern := range f.Values {
-			for _, v := range values {
-				if catalogWildcardMatch(pattern, v) {
-					ok = true
-				}
-			}
-		}
-		if !ok {
+		if !anyMatches(f.Values, valuesOf(f.Name)) {
 			return false
 		}
 	}
 	return true
-}
-
-func catalogWildcardMatch(pattern, value string) bool {
-	if !strings.ContainsAny(pattern, "*?") {
-		return pattern == value
-	}
-	var b strings.Builder
-	b.WriteString("^")
-	for _, r := range pattern {
-		switch r {
-		case '*':
-			b.WriteString(".*")
-		case '?':
-			b.WriteString(".")
-		default:
-			b.WriteString(regexp.QuoteMeta(string(r)))
-		}
-	}
-	b.WriteString("$")
-	return regexp.MustCompile(b.String()).MatchString(value)
 }
 
 type catalogPageRange struct{ start, end int }
