@@ -127,12 +127,25 @@ func (e *Engine) FilterNodes(ctx context.Context, pod *corev1.Pod, nodeNames []s
 // (VolumeBinding, DynamicResources) stay consistent with the snapshot. Reverting the layer,
 // or resetting the snapshot, runs Unreserve.
 func (e *Engine) SchedulePod(ctx context.Context, pod *corev1.Pod, nodeName string) *fwk.Status {
+	return e.schedule(ctx, pod, nodeName, true)
+}
+
+// ScheduleChecked is SchedulePod for a caller whose Filters check of pod on nodeName
+// (CheckPredicates, FitsAny, FirstFit) just passed, with the snapshot unchanged since: it
+// skips running the Filters a second time.
+func (e *Engine) ScheduleChecked(ctx context.Context, pod *corev1.Pod, nodeName string) *fwk.Status {
+	return e.schedule(ctx, pod, nodeName, false)
+}
+
+func (e *Engine) schedule(ctx context.Context, pod *corev1.Pod, nodeName string, check bool) *fwk.Status {
 	pf := e.preFilter(ctx, pod)
 	if !pf.status.IsSuccess() {
 		return pf.status
 	}
-	if status := e.filter(ctx, pf, pod, nodeName, false); !status.IsSuccess() {
-		return status
+	if check {
+		if status := e.filter(ctx, pf, pod, nodeName, false); !status.IsSuccess() {
+			return status
+		}
 	}
 	// Reserve may write to the state, which the class's other pods share: it gets a copy,
 	// unless every Reserve plugin is known to leave the state of such a pod alone.

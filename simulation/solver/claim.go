@@ -56,7 +56,7 @@ func (c *claim) currentLabels() map[string]string {
 // setRequirements narrows the claim's requirements and sets its chosen values (its node was
 // updated to match).
 func (c *claim) setRequirements(reqs scheduling.Requirements, chosen map[string]string) {
-	if len(reqs) != len(c.reqs) || !sameRequirements(reqs, c.reqs) || !maps.Equal(chosen, c.chosen) {
+	if !sameRequirements(reqs, c.reqs) || !maps.Equal(chosen, c.chosen) {
 		c.labelsVersion++
 	}
 	c.reqs, c.chosen = reqs, chosen
@@ -71,17 +71,6 @@ func (c *claim) node(reqs scheduling.Requirements, chosen map[string]string) *co
 		Taints:      c.taints,
 		Allocatable: c.bound,
 	})
-}
-
-// holds reports whether some remaining instance type holds requests.
-func (c *claim) holds(a allocatables, its cloudprovider.InstanceTypes, requests vec) bool {
-	if !requests.fits(c.boundVec) {
-		return false
-	}
-	if c.fixed {
-		return true
-	}
-	return a.anyFits(its, requests)
 }
 
 // nodeLabels are the labels of a node meeting reqs: one per key reqs decides, and the chosen

@@ -71,7 +71,7 @@ func (r *run) tryInitializing(ctx context.Context, pod *corev1.Pod) (bool, error
 	if !status.IsSuccess() {
 		return false, nil
 	}
-	if s := r.engine.SchedulePod(ctx, pod, name); !s.IsSuccess() {
+	if s := r.engine.ScheduleChecked(ctx, pod, name); !s.IsSuccess() {
 		return false, s.AsError()
 	}
 	r.plan.InFlight[pod.UID] = r.initializing[name]

@@ -69,7 +69,10 @@ func (r *run) place(ctx context.Context, pod *corev1.Pod) error {
 	var reasons []string
 	for _, a := range r.s.attempts(pod) {
 		m := r.memo(a.key)
-		placed, err := r.tryClaims(ctx, pod, a, m, req)
+		// antiAffinityKeys change only when a pod is committed, so the split holds for the
+		// whole attempt.
+		open := r.openKeys(a)
+		placed, err := r.tryClaims(ctx, pod, a, m, open, req)
 		if err != nil || placed {
 			return err
 		}
@@ -77,7 +80,7 @@ func (r *run) place(ctx context.Context, pod *corev1.Pod) error {
 			reasons = []string{m.noNew}
 			continue
 		}
-		placed, why, err := r.tryNew(ctx, pod, a, m, req)
+		placed, why, err := r.tryNew(ctx, pod, a, m, open, req)
 		if err != nil || placed {
 			return err
 		}
@@ -106,8 +109,7 @@ type candidate struct {
 // (FirstFit, in parallel), so a pod that fits an early claim never looks at the later ones;
 // the others are tried one by one with their open labels narrowed, after every direct
 // candidate failed.
-func (r *run) tryClaims(ctx context.Context, pod *corev1.Pod, a attempt, m *memo, req vec) (bool, error) {
-	open := r.openKeys(a)
+func (r *run) tryClaims(ctx context.Context, pod *corev1.Pod, a attempt, m *memo, open openKeys, req vec) (bool, error) {
 	order := r.claims
 	if c, ok := r.plannedOn[pod.UID]; ok {
 		order = append([]*claim{c}, slices.DeleteFunc(slices.Clone(order), func(x *claim) bool { return x == c })...)
@@ -148,7 +150,7 @@ func (r *run) tryClaims(ctx context.Context, pod *corev1.Pod, a attempt, m *memo
 			}
 		}
 		if found < len(direct) {
-			return true, r.commit(ctx, pod, direct[found], direct[found].merged, direct[found].c.chosen)
+			return true, r.commit(ctx, pod, req, direct[found], direct[found].merged, direct[found].c.chosen)
 		}
 		direct, names = direct[:0], names[:0]
 		chunk = min(2*chunk, maxChunk)
@@ -321,7 +323,7 @@ func (r *run) needsLabels(c *claim, cand candidate) bool {
 	merged, open := cand.merged, cand.open
 	current := c.currentLabels()
 	desired := current
-	if cand.narrowed && (len(merged) != len(c.reqs) || !sameRequirements(merged, c.reqs)) {
+	if cand.narrowed && !sameRequirements(merged, c.reqs) {
 		desired = nodeLabels(merged, c.chosen)
 		if len(desired) != len(current) {
 			return true
@@ -349,9 +351,10 @@ func (r *run) needsLabels(c *claim, cand candidate) bool {
 // first the Filters accept.
 func (r *run) tryRelabel(ctx context.Context, pod *corev1.Pod, a attempt, cand candidate, req vec) (bool, error) {
 	c := cand.c
+	requests := c.requests.plus(req)
 	for _, reqs := range r.combinations(cand.merged, cand.its, cand.open.decide) {
 		its := cand.its.Compatible(reqs)
-		if !r.alloc.anyFits(its, c.requests.plus(req)) || !r.minValuesOK(c.pool, reqs, its) {
+		if !r.alloc.anyFits(its, requests) || !r.minValuesOK(c.pool, reqs, its) {
 			continue
 		}
 		chosen := chooseValues(reqs, its, cand.open.choose, c.chosen)
@@ -364,7 +367,7 @@ func (r *run) tryRelabel(ctx context.Context, pod *corev1.Pod, a attempt, cand c
 				return false, err
 			}
 			cand.its = its
-			return true, r.commit(ctx, pod, cand, reqs, chosen)
+			return true, r.commit(ctx, pod, req, cand, reqs, chosen)
 		}
 		if err := r.engine.Revert(); err != nil {
 			return false, err
@@ -458,15 +461,15 @@ func candidateValues(reqs scheduling.Requirements, its cloudprovider.InstanceTyp
 	return nil
 }
 
-// commit plans pod onto the claim the Filters accepted, with reqs its new requirements and
-// chosen the values its node carries for keys reqs leaves open.
-func (r *run) commit(ctx context.Context, pod *corev1.Pod, cand candidate, reqs scheduling.Requirements, chosen map[string]string) error {
+// commit plans pod, which requests req, onto the claim the Filters accepted, with reqs its new
+// requirements and chosen the values its node carries for keys reqs leaves open.
+func (r *run) commit(ctx context.Context, pod *corev1.Pod, req vec, cand candidate, reqs scheduling.Requirements, chosen map[string]string) error {
 	c := cand.c
-	if status := r.engine.SchedulePod(ctx, pod, c.name); !status.IsSuccess() {
+	if status := r.engine.ScheduleChecked(ctx, pod, c.name); !status.IsSuccess() {
 		return fmt.Errorf("planning pod %s/%s onto %s after its Filters passed: %w", pod.Namespace, pod.Name, c.name, status.AsError())
 	}
 	c.setRequirements(reqs, chosen)
-	c.requests = c.requests.plus(podVec(pod))
+	c.requests = c.requests.plus(req)
 	if !c.fixed {
 		c.its = r.alloc.fitting(cand.its, c.requests)
 	}
@@ -527,7 +530,7 @@ func (r *run) poolFit(p *pool, a attempt, m *memo) *poolFit {
 
 // tryNew opens a new claim for pod from the first NodePool, by weight, whose node the Filters
 // accept it on. It returns why none did.
-func (r *run) tryNew(ctx context.Context, pod *corev1.Pod, a attempt, m *memo, req vec) (bool, string, error) {
+func (r *run) tryNew(ctx context.Context, pod *corev1.Pod, a attempt, m *memo, open openKeys, req vec) (bool, string, error) {
 	var reasons []string
 	if len(r.pools) == 0 {
 		return false, "no NodePool is ready", nil
@@ -547,7 +550,7 @@ func (r *run) tryNew(ctx context.Context, pod *corev1.Pod, a attempt, m *memo, r
 			reasons = append(reasons, fmt.Sprintf("nodepool %q: limits reached", p.np.Name))
 			continue
 		}
-		placed, why, err := r.tryNewOf(ctx, pod, a, m, p, f.merged, its, req)
+		placed, why, err := r.tryNewOf(ctx, pod, a, m, open, p, f.merged, its, req)
 		if err != nil || placed {
 			return placed, "", err
 		}
@@ -600,9 +603,10 @@ func (r *run) newShapes(m *memo, p *pool, merged scheduling.Requirements, its cl
 }
 
 // tryNewOf tries a new node of NodePool p for each combination of the open labels.
-func (r *run) tryNewOf(ctx context.Context, pod *corev1.Pod, a attempt, m *memo, p *pool, merged scheduling.Requirements, its cloudprovider.InstanceTypes, req vec) (bool, string, error) {
+func (r *run) tryNewOf(ctx context.Context, pod *corev1.Pod, a attempt, m *memo, open openKeys, p *pool, merged scheduling.Requirements, its cloudprovider.InstanceTypes, req vec) (bool, string, error) {
 	why := "no instance type fits the pod with its daemons"
-	for _, shape := range r.newShapes(m, p, merged, its, r.openKeys(a), p.remaining() != nil) {
+	limited := len(p.np.Spec.Limits) > 0 // p.remaining() is non-nil; no need to recompute it
+	for _, shape := range r.newShapes(m, p, merged, its, open, limited) {
 		c := &claim{name: r.nextName("joinery-planned"), pool: p, reqs: shape.reqs, chosen: shape.chosen, taints: p.np.Spec.Template.Spec.Taints}
 		c.bound, c.boundVec = shape.bound, shape.boundVec
 		r.engine.Fork()
@@ -623,8 +627,8 @@ func (r *run) tryNewOf(ctx context.Context, pod *corev1.Pod, a attempt, m *memo,
 				c.index = len(r.claims)
 				r.claims = append(r.claims, c)
 				p.claims = append(p.claims, c)
-				fitting := r.alloc.fitting(shape.its, daemons.plus(req))
-				return true, "", r.commit(ctx, pod, candidate{c: c, merged: shape.reqs, its: fitting}, shape.reqs, shape.chosen)
+				// commit narrows the types to those that hold the daemons and the pod.
+				return true, "", r.commit(ctx, pod, req, candidate{c: c, merged: shape.reqs, its: shape.its}, shape.reqs, shape.chosen)
 			}
 			why = status.Message()
 			if plugin := status.Plugin(); plugin != "" {
@@ -656,6 +660,9 @@ func describe(list corev1.ResourceList) string {
 // sameRequirements reports whether a and b hold the same requirement objects (requirements
 // are immutable, so an unchanged key keeps its pointer).
 func sameRequirements(a, b scheduling.Requirements) bool {
+	if len(a) != len(b) {
+		return false
+	}
 	for k, q := range a {
 		if b[k] != q {
 			return false
