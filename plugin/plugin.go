@@ -115,10 +115,7 @@ func (p *Plugin) admit(ctx context.Context, pod *corev1.Pod, reasons string, alw
 	defer p.mu.Unlock()
 	p.refs[pod.UID] = types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 	if nodeClaim, ok := p.waits.nodeClaimFor(pod.UID); ok {
-		// While other planned NodeClaims are still launching, a rejection by its own node can
-		// be the plan half-built (a zone spread counting pods whose nodes are not up yet), not
-		// capacity gone: keep waiting, or the pod is planned again and its node stands empty.
-		if !p.launches[nodeClaim].initialized || p.planStillLaunching() {
+		if !p.launches[nodeClaim].initialized {
 			return waitingMessage(nodeClaim)
 		}
 		// Its node is up and still rejects it: the capacity went to another pod. Plan again.
@@ -208,15 +205,4 @@ func (p *Plugin) forget(uid types.UID) {
 	p.waits.forgetPod(uid)
 	delete(p.unschedulable, uid)
 	delete(p.refs, uid)
-}
-
-// planStillLaunching reports whether a NodeClaim that pods wait for has no initialized node
-// yet. Callers hold p.mu.
-func (p *Plugin) planStillLaunching() bool {
-	for nodeClaim, pods := range p.waits.podsOf {
-		if len(pods) > 0 && !p.launches[nodeClaim].initialized {
-			return true
-		}
-	}
-	return false
 }
