@@ -40,6 +40,7 @@ const (
 	DefaultBatchIdleDuration = time.Second
 	DefaultBatchMaxDuration  = 10 * time.Second
 	DefaultMaxInstanceTypes  = 60
+	DefaultPlanHoldDuration  = 5 * time.Minute
 )
 
 // ProvisionerArgs are the plugin's args, given in the KubeSchedulerConfiguration:
@@ -53,6 +54,7 @@ const (
 //	    minValuesPolicy: Strict
 //	    maxInstanceTypes: 60
 //	    schedulerNames: [joinery]
+//	    planHoldDuration: 5m
 type ProvisionerArgs struct {
 	// BatchIdleDuration closes a batch when no pod joined it for this long.
 	BatchIdleDuration metav1.Duration `json:"batchIdleDuration"`
@@ -66,6 +68,11 @@ type ProvisionerArgs struct {
 	// the profile's own name. Pods of a name no profile of this scheduler serves are picked up
 	// from their Unschedulable condition, since this scheduler never runs PostFilter for them.
 	SchedulerNames []string `json:"schedulerNames,omitempty"`
+	// PlanHoldDuration bounds how long a pod keeps its pin to its planned node while that
+	// node rejects it for a rule that counts other pods (PodTopologySpread, InterPodAffinity)
+	// and other pods of its plan are still on their way there. After it, the pod is planned
+	// again.
+	PlanHoldDuration metav1.Duration `json:"planHoldDuration"`
 }
 
 // DecodeArgs turns the args the framework hands a plugin factory into defaulted, validated
@@ -127,6 +134,9 @@ func (a *ProvisionerArgs) Default(profileName string) {
 	if a.MaxInstanceTypes == 0 {
 		a.MaxInstanceTypes = DefaultMaxInstanceTypes
 	}
+	if a.PlanHoldDuration.Duration == 0 {
+		a.PlanHoldDuration.Duration = DefaultPlanHoldDuration
+	}
 	if len(a.SchedulerNames) == 0 && profileName != "" {
 		a.SchedulerNames = []string{profileName}
 	}
@@ -155,6 +165,9 @@ func (a *ProvisionerArgs) Validate(path *field.Path) field.ErrorList {
 	default:
 		errs = append(errs, field.NotSupported(path.Child("minValuesPolicy"), a.MinValuesPolicy,
 			[]MinValuesPolicy{MinValuesPolicyStrict, MinValuesPolicyBestEffort}))
+	}
+	if hold := a.PlanHoldDuration.Duration; hold <= 0 {
+		errs = append(errs, field.Invalid(path.Child("planHoldDuration"), hold.String(), "must be positive"))
 	}
 	if a.MaxInstanceTypes < 1 {
 		errs = append(errs, field.Invalid(path.Child("maxInstanceTypes"), a.MaxInstanceTypes, "must be at least 1"))

@@ -66,7 +66,7 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin
 	}
 
 	podInformer := handle.SharedInformerFactory().Core().V1().Pods()
-	p := newPlugin(args, handle.ProfileName(), dependencies{
+	p := newPlugin(ctx, args, handle.ProfileName(), dependencies{
 		pods: podInformer.Lister(),
 		nodeInfos: func() fwk.NodeInfoLister {
 			if lister := handle.SnapshotSharedLister(); lister != nil {

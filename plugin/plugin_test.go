@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,10 +12,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	schedcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -51,10 +54,23 @@ func (a *recordingActivator) Activate(_ klog.Logger, pods map[string]*corev1.Pod
 	slices.Sort(a.activated)
 }
 
+func (a *recordingActivator) keys() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.activated)
+}
+
+func (a *recordingActivator) reset() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.activated = nil
+}
+
 type testEnv struct {
 	plugin    *Plugin
 	pods      cache.Indexer
 	activator *recordingActivator
+	clock     *clocktesting.FakeClock
 }
 
 // newTestPlugin builds a plugin for profile "joinery" over a pod indexer holding pods.
@@ -72,8 +88,9 @@ func newTestPlugin(t *testing.T, withPlanner bool, pods ...*corev1.Pod) *testEnv
 		t.Fatal(err)
 	}
 	activator := &recordingActivator{}
+	clock := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	deps := dependencies{
-		clock:     clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
+		clock:     clock,
 		pods:      corelisters.NewPodLister(indexer),
 		activator: activator,
 	}
@@ -83,7 +100,7 @@ func newTestPlugin(t *testing.T, withPlanner bool, pods ...*corev1.Pod) *testEnv
 			return &simulation.Plan{}, nil
 		})
 	}
-	return &testEnv{plugin: newPlugin(args, "joinery", deps), pods: indexer, activator: activator}
+	return &testEnv{plugin: newPlugin(t.Context(), args, "joinery", deps), pods: indexer, activator: activator, clock: clock}
 }
 
 func postFilterMessage(t *testing.T, p *Plugin, pod *corev1.Pod) string {
@@ -113,7 +130,7 @@ func TestPostFilterMessages(t *testing.T) {
 		t.Errorf("retried pod: %q, want %q (a pod is pending once)", got, want)
 	}
 
-	p.nominate("default-x7k2p", []*corev1.Pod{a})
+	p.nominate(1, "default-x7k2p", []*corev1.Pod{a})
 	if got, want := postFilterMessage(t, p, a), "waiting for NodeClaim default-x7k2p"; got != want {
 		t.Errorf("waiting pod: %q, want %q", got, want)
 	}
@@ -153,7 +170,7 @@ func TestReserveUnreserve(t *testing.T) {
 	p := env.plugin
 	postFilterMessage(t, p, pending)
 	postFilterMessage(t, p, waiting)
-	p.nominate("default-abc", []*corev1.Pod{waiting})
+	p.nominate(1, "default-abc", []*corev1.Pod{waiting})
 
 	states := map[types.UID]fwk.CycleState{}
 	for _, pod := range []*corev1.Pod{pending, waiting, fresh} {
@@ -296,7 +313,9 @@ func TestObserveNodeClaim(t *testing.T) {
 		t.Errorf("activated %v, want %v", env.activator.activated, want)
 	}
 	// The node is up and still rejects a: its capacity went elsewhere, so a is planned again.
-	postFilterMessage(t, p, a)
+	insufficient := framework.NewDefaultNodeToStatus()
+	insufficient.Set("node-abc", fwk.NewStatus(fwk.Unschedulable, "Insufficient cpu").WithPlugin("NodeResourcesFit"))
+	p.PostFilter(t.Context(), framework.NewCycleState(), a, insufficient)
 	if _, ok := p.waits.nodeClaimFor(a.UID); ok {
 		t.Error("a still waits for a node that rejected it")
 	}
@@ -308,5 +327,125 @@ func TestObserveNodeClaim(t *testing.T) {
 	p.nodeClaimHandler(t.Context()).OnDelete(cache.DeletedFinalStateUnknown{Key: nc.Name, Obj: nc})
 	if _, ok := p.waits.nodeClaimFor(b.UID); ok {
 		t.Error("pods still wait for a deleted NodeClaim")
+	}
+}
+
+// TestPinnedPodRejectedByItsNode: a pod whose initialized node rejects it is planned again at
+// once when the rule is one its plan cannot outgrow, and keeps its pin while the rule counts
+// other pods and another pod of its plan is still on its way, until PlanHoldDuration.
+func TestPinnedPodRejectedByItsNode(t *testing.T) {
+	cases := []struct {
+		name string
+		// rejectedBy is the Filter that rejects the pinned node; "" leaves the node out of
+		// the statuses, as when the cycle's snapshot does not hold it yet.
+		rejectedBy string
+		// siblingWaits keeps the other pod of the plan waiting for its launching NodeClaim.
+		siblingWaits bool
+		// elapsed passes between the first rejection and the one checked.
+		elapsed time.Duration
+		// nodeTaints are the node's taints in the cycle's snapshot; ownTaints the NodeClaim's.
+		nodeTaints, ownTaints []corev1.Taint
+		wantHeld              bool
+	}{
+		{name: "resources, plan still arriving", rejectedBy: "NodeResourcesFit", siblingWaits: true, wantHeld: false},
+		{name: "taint, plan still arriving", rejectedBy: "TaintToleration", siblingWaits: true, wantHeld: false},
+		{name: "node affinity, plan still arriving", rejectedBy: "NodeAffinity", siblingWaits: true, wantHeld: false},
+		{name: "volumes, plan still arriving", rejectedBy: "VolumeBinding", siblingWaits: true, wantHeld: false},
+		{name: "spread, plan still arriving", rejectedBy: "PodTopologySpread", siblingWaits: true, wantHeld: true},
+		{name: "pod affinity, plan still arriving", rejectedBy: "InterPodAffinity", siblingWaits: true, wantHeld: true},
+		{name: "spread, plan complete", rejectedBy: "PodTopologySpread", siblingWaits: false, wantHeld: false},
+		{name: "spread, hold ran out", rejectedBy: "PodTopologySpread", siblingWaits: true, elapsed: DefaultPlanHoldDuration, wantHeld: false},
+		{name: "spread, within the hold", rejectedBy: "PodTopologySpread", siblingWaits: true, elapsed: DefaultPlanHoldDuration - time.Second, wantHeld: true},
+		{name: "node not in the snapshot yet", rejectedBy: "", siblingWaits: false, wantHeld: true},
+		{name: "snapshot still has the not-ready taint", rejectedBy: "TaintToleration",
+			nodeTaints: []corev1.Taint{{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}}, wantHeld: true},
+		{name: "the NodeClaim's own taint", rejectedBy: "TaintToleration",
+			nodeTaints: []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}},
+			ownTaints:  []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}}, wantHeld: false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pod, sibling := testPod("ns", "pod"), testPod("ns", "sibling")
+			env := newTestPlugin(t, true, pod, sibling)
+			p := env.plugin
+			p.nominate(1, "default-a", []*corev1.Pod{pod})
+			p.nominate(1, "default-b", []*corev1.Pod{sibling})
+			initialized := []metav1.Condition{{Type: karpv1.ConditionTypeInitialized, Status: metav1.ConditionTrue}}
+			p.observeNodeClaim(t.Context(), &karpv1.NodeClaim{
+				ObjectMeta: metav1.ObjectMeta{Name: "default-a"},
+				Spec:       karpv1.NodeClaimSpec{Taints: tc.ownTaints},
+				Status:     karpv1.NodeClaimStatus{NodeName: "node-a", Conditions: initialized},
+			})
+			snapshot := schedcache.NewSnapshot(nil, []*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}, Spec: corev1.NodeSpec{Taints: tc.nodeTaints}}})
+			p.nodeInfos = snapshot.NodeInfos
+			if !tc.siblingWaits {
+				p.Reserve(t.Context(), framework.NewCycleState(), sibling, "node-b")
+			}
+			statuses := framework.NewDefaultNodeToStatus()
+			if tc.rejectedBy != "" {
+				statuses.Set("node-a", fwk.NewStatus(fwk.Unschedulable, "rejected").WithPlugin(tc.rejectedBy))
+			}
+			postFilter := func() string {
+				_, status := p.PostFilter(t.Context(), framework.NewCycleState(), pod, statuses)
+				return status.Message()
+			}
+			msg := postFilter()
+			if tc.elapsed > 0 {
+				env.clock.Step(tc.elapsed)
+				msg = postFilter()
+			}
+			_, waits := p.waits.nodeClaimFor(pod.UID)
+			if waits != tc.wantHeld || p.pending.has(pod.UID) == tc.wantHeld {
+				t.Errorf("pod waits %v, pending %v (message %q); want held %v", waits, p.pending.has(pod.UID), msg, tc.wantHeld)
+			}
+			if tc.wantHeld && !strings.Contains(msg, "waiting for NodeClaim default-a") {
+				t.Errorf("message %q, want it to say the pod waits for default-a", msg)
+			}
+		})
+	}
+}
+
+// TestHeldPodRetried: a held pod is moved to the active queue when a pod of its plan is
+// placed, and when its hold runs out.
+func TestHeldPodRetried(t *testing.T) {
+	pod, sibling, other := testPod("ns", "pod"), testPod("ns", "sibling"), testPod("ns", "other")
+	env := newTestPlugin(t, true, pod, sibling, other)
+	p := env.plugin
+	p.nominate(1, "default-a", []*corev1.Pod{pod})
+	p.nominate(1, "default-b", []*corev1.Pod{sibling})
+	p.nominate(2, "default-c", []*corev1.Pod{other})
+	initialized := []metav1.Condition{{Type: karpv1.ConditionTypeInitialized, Status: metav1.ConditionTrue}}
+	p.observeNodeClaim(t.Context(), &karpv1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "default-a"},
+		Status:     karpv1.NodeClaimStatus{NodeName: "node-a", Conditions: initialized},
+	})
+	env.activator.reset()
+	statuses := framework.NewDefaultNodeToStatus()
+	statuses.Set("node-a", fwk.NewStatus(fwk.Unschedulable, "spread").WithPlugin("PodTopologySpread"))
+	p.PostFilter(t.Context(), framework.NewCycleState(), pod, statuses)
+
+	// A pod of another plan is placed: nothing to retry.
+	p.Reserve(t.Context(), framework.NewCycleState(), other, "node-c")
+	// The sibling is placed: the held pod is retried (from a goroutine).
+	p.Reserve(t.Context(), framework.NewCycleState(), sibling, "node-b")
+	if err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return len(env.activator.keys()) > 0, nil
+	}); err != nil {
+		t.Fatalf("the held pod was not retried when its sibling was placed: %v", err)
+	}
+	if got, want := env.activator.keys(), []string{"ns/pod"}; !slices.Equal(got, want) {
+		t.Errorf("activated %v, want %v", got, want)
+	}
+
+	// Hold it again behind a new sibling; the hold's end retries it too.
+	env.activator.reset()
+	p.Unreserve(t.Context(), framework.NewCycleState(), sibling, "node-b") // no state: a no-op
+	p.nominate(1, "default-b", []*corev1.Pod{sibling})
+	p.PostFilter(t.Context(), framework.NewCycleState(), pod, statuses)
+	env.clock.Step(DefaultPlanHoldDuration)
+	if err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return slices.Contains(env.activator.keys(), "ns/pod"), nil
+	}); err != nil {
+		t.Fatalf("the held pod was not retried when its hold ran out: %v", err)
 	}
 }

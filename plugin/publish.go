@@ -35,6 +35,9 @@ func (p *Plugin) publish(ctx context.Context, batch []*corev1.Pod, plan *simulat
 		planned += len(nc.Pods)
 	}
 	logger.Info("computed new nodeclaim(s) to fit pod(s)", "nodeclaims", len(plan.NewNodeClaims), "pods", planned)
+	p.mu.Lock()
+	planID := p.plans.begin()
+	p.mu.Unlock()
 
 	for _, claim := range plan.NewNodeClaims {
 		pods := p.stillPending(claim.Pods)
@@ -51,7 +54,7 @@ func (p *Plugin) publish(ctx context.Context, batch []*corev1.Pod, plan *simulat
 			"NodeClaim", klog.KRef("", created.Name),
 			"requests", created.Spec.Resources.Requests,
 			"instance-types", formatInstanceTypes(instanceTypes(created)))
-		p.nominate(created.Name, pods)
+		p.nominate(planID, created.Name, pods)
 	}
 
 	byUID := make(map[types.UID]*corev1.Pod, len(batch))
@@ -74,7 +77,7 @@ func (p *Plugin) publish(ctx context.Context, batch []*corev1.Pod, plan *simulat
 			continue
 		}
 		logger.V(1).Info("planned pod(s) onto in-flight nodeclaim", "NodeClaim", klog.KRef("", name), "pods", len(pods))
-		p.nominate(name, pods)
+		p.nominate(planID, name, pods)
 	}
 
 	p.recordUnschedulable(plan.Unschedulable, byUID)
@@ -153,11 +156,12 @@ func (p *Plugin) addPlannedPods(ctx context.Context, name string, pods []*corev1
 	})
 }
 
-// nominate records that pods wait for nodeClaim and tells them so.
-func (p *Plugin) nominate(nodeClaim string, pods []*corev1.Pod) {
+// nominate records that pods, planned together in plan, wait for nodeClaim and tells them so.
+func (p *Plugin) nominate(plan uint64, nodeClaim string, pods []*corev1.Pod) {
 	p.mu.Lock()
 	for _, pod := range pods {
 		p.waits.assign(nodeClaim, pod.UID)
+		p.plans.add(plan, pod.UID)
 		p.pending.remove(pod.UID)
 		delete(p.unschedulable, pod.UID)
 	}

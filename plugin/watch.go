@@ -32,7 +32,7 @@ func (p *Plugin) podHandler(ctx context.Context) cache.ResourceEventHandler {
 				obj = tombstone.Obj
 			}
 			if pod, ok := obj.(*corev1.Pod); ok {
-				p.forget(pod.UID)
+				p.forget(ctx, pod.UID)
 			}
 		},
 	}
@@ -44,11 +44,12 @@ func (p *Plugin) observePod(ctx context.Context, obj any) {
 		return
 	}
 	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || podFinished(pod) {
-		p.forget(pod.UID)
+		p.forget(ctx, pod.UID)
 		return
 	}
 	if p.needsCapacityWithoutPostFilter(pod) {
-		p.admit(ctx, pod, unschedulableMessage(pod), false)
+		_, retry := p.admit(ctx, pod, unschedulableMessage(pod), rejectedElsewhere, false)
+		p.activateUIDs(ctx, retry...)
 		return
 	}
 	p.mu.Lock()
@@ -118,7 +119,7 @@ func (p *Plugin) observeNodeClaim(ctx context.Context, obj any) {
 	initialized := meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeInitialized)
 	p.mu.Lock()
 	before := p.launches[nc.Name]
-	p.launches[nc.Name] = launchState{nodeName: nc.Status.NodeName, initialized: initialized}
+	p.launches[nc.Name] = launchState{nodeName: nc.Status.NodeName, initialized: initialized, taints: nc.Spec.Taints}
 	p.mu.Unlock()
 	if initialized {
 		// The pods keep waiting, held to this node by PreFilter: retry them now.
@@ -146,8 +147,13 @@ func (p *Plugin) observeNodeClaim(ctx context.Context, obj any) {
 func (p *Plugin) release(ctx context.Context, nodeClaim string) {
 	p.mu.Lock()
 	uids := p.waits.forgetNodeClaim(nodeClaim)
+	for _, uid := range uids {
+		delete(p.held, uid)
+	}
+	// Held pods of the same plans: one of their siblings will not arrive as planned.
+	retry := p.heldAffectedBy(uids...)
 	p.mu.Unlock()
-	p.activate(ctx, nodeClaim, uids)
+	p.activate(ctx, nodeClaim, append(uids, retry...))
 }
 
 // waitingFor returns the pods waiting for nodeClaim.
@@ -177,7 +183,11 @@ func (p *Plugin) activate(ctx context.Context, nodeClaim string, uids []types.UI
 		}
 	}
 	logger := klog.FromContext(ctx)
-	logger.V(2).Info("nodeclaim no longer launching; retrying its pods", "NodeClaim", klog.KRef("", nodeClaim), "pods", len(toActivate))
+	if nodeClaim != "" {
+		logger.V(2).Info("nodeclaim no longer launching; retrying its pods", "NodeClaim", klog.KRef("", nodeClaim), "pods", len(toActivate))
+	} else {
+		logger.V(4).Info("retrying held pods", "pods", len(toActivate))
+	}
 	if len(toActivate) > 0 {
 		p.activator.Activate(logger, toActivate)
 	}
