@@ -30,6 +30,7 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin
 	if err != nil {
 		return nil, err
 	}
+	RegisterMetrics()
 	logger := klog.FromContext(ctx).WithName(Name).WithValues("profile", handle.ProfileName())
 	ctx = klog.NewContext(ctx, logger)
 

@@ -50,6 +50,7 @@ type Plugin struct {
 	launches      map[string]launchState             // NodeClaims by name: their node, once known
 	plans         *planBook                          // which pods were planned together
 	held          map[types.UID]time.Time            // pods keeping a rejected pin (see holdPin), since when
+	quarantined   map[types.UID]time.Time            // pods of a batch whose planning panicked, until when
 }
 
 var (
@@ -93,6 +94,7 @@ func newPlugin(ctx context.Context, args ProvisionerArgs, profile string, deps d
 		launches:      map[string]launchState{},
 		plans:         newPlanBook(),
 		held:          map[types.UID]time.Time{},
+		quarantined:   map[types.UID]time.Time{},
 		ctx:           ctx,
 	}
 }
@@ -150,7 +152,7 @@ func (p *Plugin) admit(ctx context.Context, pod *corev1.Pod, reasons, rejectedBy
 	}
 	// A retried pod triggers too, so pods left unschedulable by the last plan are planned
 	// again (a NodePool may have appeared) at most every BatchMaxDuration.
-	if added || alwaysTrigger {
+	if (added || alwaysTrigger) && !p.quarantinedNow(pod.UID) {
 		p.batcher.Trigger()
 	}
 	if reason, ok := p.unschedulable[pod.UID]; ok {
@@ -239,6 +241,7 @@ func (p *Plugin) forget(ctx context.Context, uid types.UID) {
 		retry = p.heldAffectedBy(uid)
 	}
 	p.plans.forget(uid)
+	delete(p.quarantined, uid)
 	delete(p.unschedulable, uid)
 	delete(p.refs, uid)
 	p.mu.Unlock()

@@ -15,6 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
@@ -447,5 +450,85 @@ func TestHeldPodRetried(t *testing.T) {
 		return slices.Contains(env.activator.keys(), "ns/pod"), nil
 	}); err != nil {
 		t.Fatalf("the held pod was not retried when its hold ran out: %v", err)
+	}
+}
+
+// TestPlanningFailures: a planner that panics costs one batch — the panic is recovered and
+// counted, the batch's pods get an event and are left out of batches until their quarantine
+// ends — and a planner that overruns planTimeout is abandoned.
+func TestPlanningFailures(t *testing.T) {
+	RegisterMetrics()
+	cases := []struct {
+		name string
+		plan func(ctx context.Context) (*simulation.Plan, error)
+		// wantQuarantine: the pods are out of batches until the quarantine ends.
+		wantQuarantine bool
+		metric         *metrics.CounterVec
+	}{
+		{name: "panic", plan: func(context.Context) (*simulation.Plan, error) { panic("solver bug") },
+			wantQuarantine: true, metric: solverPanics},
+		{name: "nil map write", plan: func(context.Context) (*simulation.Plan, error) {
+			var m map[string]int
+			m["x"]++
+			return nil, nil
+		}, wantQuarantine: true, metric: solverPanics},
+		{name: "overruns its deadline", plan: func(ctx context.Context) (*simulation.Plan, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}, wantQuarantine: false, metric: planTimeouts},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := testPod("ns", "a"), testPod("ns", "b")
+			env := newTestPlugin(t, true, a, b)
+			p := env.plugin
+			p.args.PlanTimeout.Duration = 10 * time.Millisecond
+			recorder := events.NewFakeRecorder(10)
+			p.recorder = recorder
+			p.planner = plannerFunc(func(ctx context.Context, _ []*corev1.Pod) (*simulation.Plan, error) { return tc.plan(ctx) })
+			postFilterMessage(t, p, a)
+			postFilterMessage(t, p, b)
+			before, err := testutil.GetCounterMetricValue(tc.metric.WithLabelValues("joinery"))
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			p.provisionBatch(t.Context()) // must not panic
+
+			after, err := testutil.GetCounterMetricValue(tc.metric.WithLabelValues("joinery"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if after != before+1 {
+				t.Errorf("metric went from %v to %v, want +1", before, after)
+			}
+			if !p.pending.has(a.UID) || !p.pending.has(b.UID) {
+				t.Error("the batch's pods left the pending set; they must stay pending")
+			}
+			batch := p.takeBatch()
+			if got := len(batch) == 0; got != tc.wantQuarantine {
+				t.Errorf("next batch %v; want the pods quarantined: %v", formatPods(batch), tc.wantQuarantine)
+			}
+			if !tc.wantQuarantine {
+				return
+			}
+			if msg := postFilterMessage(t, p, a); !strings.Contains(msg, "quarantined") {
+				t.Errorf("message %q, want it to say the pod is quarantined", msg)
+			}
+			for range 2 {
+				select {
+				case ev := <-recorder.Events:
+					if !strings.Contains(ev, "FailedScheduling") || !strings.Contains(ev, "quarantined") {
+						t.Errorf("event %q, want a FailedScheduling event saying the pod is quarantined", ev)
+					}
+				default:
+					t.Fatal("fewer than one event per pod of the batch")
+				}
+			}
+			env.clock.Step(p.args.QuarantineDuration.Duration)
+			if batch := p.takeBatch(); len(batch) != 2 {
+				t.Errorf("after the quarantine the batch is %v, want both pods", formatPods(batch))
+			}
+		})
 	}
 }
