@@ -18,7 +18,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 	"sigs.k8s.io/yaml"
 
-	"github.com/joinery-dev/joinery/e2e/localcluster"
+	"github.com/joinery-dev/joinery/internal/localcluster"
 	"github.com/joinery-dev/joinery/simulation"
 )
 

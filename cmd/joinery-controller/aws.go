@@ -19,11 +19,11 @@ import (
 	awsv1 "github.com/joinery-dev/joinery/apis/aws/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/cloudprovider/aws/amifamily"
+	nodeclasscontroller "github.com/joinery-dev/joinery/cloudprovider/aws/controllers/nodeclass"
 	awsnodeclass "github.com/joinery-dev/joinery/cloudprovider/aws/nodeclass"
 	awsprovider "github.com/joinery-dev/joinery/cloudprovider/aws/provider"
 	"github.com/joinery-dev/joinery/cmd/internal/awssettings"
 	"github.com/joinery-dev/joinery/controller/nodeclaim"
-	nodeclasscontroller "github.com/joinery-dev/joinery/controller/nodeclass"
 	"github.com/joinery-dev/joinery/controller/state"
 )
 

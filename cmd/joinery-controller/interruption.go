@@ -7,8 +7,8 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/joinery-dev/joinery/cloudprovider/aws/controllers/interruption"
 	awsprovider "github.com/joinery-dev/joinery/cloudprovider/aws/provider"
-	"github.com/joinery-dev/joinery/controller/interruption"
 )
 
 // setupInterruption adds the interruption controller when --interruption-queue names a queue.
