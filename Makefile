@@ -33,7 +33,7 @@ generate: ## Generate deepcopy functions and the CRDs in manifests/crds
 	$(GO) tool controller-gen crd paths=./apis/... output:crd:dir=manifests/crds
 
 .PHONY: verify
-verify: generate ## Fail when generated files are stale, code is not gofmt'ed, go vet complains or the tree is dirty
+verify: generate ## Fail when generated files are stale, code is not gofmt'ed, go vet complains, an import breaks the layout's rules or the tree is dirty
 	hack/verify.sh
 
 .PHONY: test

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -19,13 +21,13 @@ import (
 
 	"github.com/joinery-dev/joinery/apis"
 	"github.com/joinery-dev/joinery/cloudprovider"
-	awsprovider "github.com/joinery-dev/joinery/cloudprovider/aws/provider"
+	"github.com/joinery-dev/joinery/cloudprovider/aws"
 	"github.com/joinery-dev/joinery/cloudprovider/kwok"
-	"github.com/joinery-dev/joinery/cmd/internal/awssettings"
 	"github.com/joinery-dev/joinery/controller/nodeclaim"
 	"github.com/joinery-dev/joinery/controller/nodeclaim/garbagecollection"
 	"github.com/joinery-dev/joinery/controller/nodeclaim/lifecycle"
 	"github.com/joinery-dev/joinery/controller/nodepool"
+	"github.com/joinery-dev/joinery/controller/state"
 	"github.com/joinery-dev/joinery/internal/version"
 )
 
@@ -39,7 +41,7 @@ type options struct {
 	cloudProvider           string
 	registrationTTL         time.Duration
 	gcInterval              time.Duration
-	aws                     awssettings.Settings
+	aws                     aws.Settings
 	interruptionQueue       string
 }
 
@@ -111,13 +113,14 @@ func run(opts options) error {
 	if err != nil {
 		return err
 	}
-	if err := setupInterruption(ctx, mgr, namespace, opts); err != nil {
-		return err
-	}
 	if err := nodeclaim.Setup(ctx, mgr, cp, nodeclaim.Options{Namespace: namespace, RegistrationTTL: opts.registrationTTL, GCInterval: opts.gcInterval}); err != nil {
 		return err
 	}
-	if err := nodepool.New(mgr.GetClient(), cp.GetSupportedNodeClasses(), nil).SetupWithManager(mgr); err != nil {
+	nodePools, err := nodepool.New(mgr.GetClient(), cp.GetSupportedNodeClasses(), nil)
+	if err != nil {
+		return fmt.Errorf("creating %s: %w", nodepool.Name, err)
+	}
+	if err := nodePools.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up %s: %w", nodepool.Name, err)
 	}
 
@@ -129,8 +132,11 @@ func run(opts options) error {
 }
 
 // newCloudProvider builds the provider named by --cloud-provider on the manager, with whatever
-// controllers and loops that provider needs beside the NodeClaim controllers.
+// controllers and loops that provider needs beside the neutral controllers.
 func newCloudProvider(ctx context.Context, opts options, mgr ctrl.Manager, namespace string) (cloudprovider.CloudProvider, error) {
+	if opts.interruptionQueue != "" && opts.cloudProvider != aws.Name {
+		return nil, errors.New("--interruption-queue needs --cloud-provider=aws")
+	}
 	switch opts.cloudProvider {
 	case kwok.Name:
 		cp, err := kwok.New(mgr.GetClient(), kwok.Options{})
@@ -138,14 +144,21 @@ func newCloudProvider(ctx context.Context, opts options, mgr ctrl.Manager, names
 			return nil, fmt.Errorf("creating the kwok cloud provider: %w", err)
 		}
 		return cp, nil
-	case awsprovider.Name:
-		cp, err := newAWSProvider(ctx, mgr, namespace, opts.aws)
+	case aws.Name:
+		cp, err := aws.New(ctx, mgr, aws.Options{
+			Settings:          opts.aws,
+			Namespace:         namespace,
+			InterruptionQueue: opts.interruptionQueue,
+			// The same record the NodeClaim lifecycle controller writes and the scheduler plugin reads.
+			Unavailable: state.NewUnavailableOfferings(mgr.GetClient(), mgr.GetAPIReader(), namespace, clock.RealClock{}),
+			Recorder:    mgr.GetEventRecorder(nodeclaim.EventSource),
+		})
 		if err != nil {
 			return nil, fmt.Errorf("creating the aws cloud provider: %w", err)
 		}
 		return cp, nil
 	default:
-		return nil, fmt.Errorf("unknown --cloud-provider %q (known: %s, %s)", opts.cloudProvider, kwok.Name, awsprovider.Name)
+		return nil, fmt.Errorf("unknown --cloud-provider %q (known: %s, %s)", opts.cloudProvider, kwok.Name, aws.Name)
 	}
 }
 

@@ -16,8 +16,8 @@ import (
 	awsv1 "github.com/joinery-dev/joinery/apis/aws/v1"
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
+	"github.com/joinery-dev/joinery/cloudprovider/aws"
 	"github.com/joinery-dev/joinery/cloudprovider/aws/nodeclass"
-	"github.com/joinery-dev/joinery/cmd/internal/awssettings"
 	"github.com/joinery-dev/joinery/internal/awsemulator"
 )
 
@@ -76,7 +76,7 @@ func TestAWSInstanceTypes(t *testing.T) {
 	}
 	kube := fake.NewClientBuilder().WithScheme(scheme).WithObjects(ready, unresolved).Build()
 
-	p := &providerFlags{cloudProvider: "aws", aws: awssettings.Settings{
+	p := &providerFlags{cloudProvider: "aws", aws: aws.Settings{
 		Region: srv.Region, EndpointURL: srv.URL, VMMemoryOverheadPercent: cloudprovider.DefaultVMMemoryOverheadPercent,
 	}}
 	newSource, err := p.instanceTypes(ctx)

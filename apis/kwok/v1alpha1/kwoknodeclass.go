@@ -51,6 +51,10 @@ func GroupVersionKind() schema.GroupVersionKind {
 	return SchemeGroupVersion.WithKind(KWOKNodeClassKind)
 }
 
+// GetConditions returns the class's status conditions; Ready says whether NodePools may launch
+// with it (cloudprovider.NodeClass).
+func (c *KWOKNodeClass) GetConditions() []metav1.Condition { return c.Status.Conditions }
+
 // Ready reports whether the class's Ready condition is True, and otherwise why not.
 func (c *KWOKNodeClass) Ready() (bool, string) {
 	cond := findCondition(c.Status.Conditions, ConditionTypeReady)

@@ -386,9 +386,11 @@ func TestProviderIdentity(t *testing.T) {
 	if e.p.Name() != "aws" {
 		t.Errorf("Name = %s", e.p.Name())
 	}
-	gvks := e.p.GetSupportedNodeClasses()
-	if len(gvks) != 1 || gvks[0].Kind != "EC2NodeClass" || gvks[0].Group != awsv1.Group {
-		t.Errorf("GetSupportedNodeClasses = %v", gvks)
+	classes := e.p.GetSupportedNodeClasses()
+	if len(classes) != 1 {
+		t.Errorf("GetSupportedNodeClasses = %v", classes)
+	} else if _, ok := classes[0].(*awsv1.EC2NodeClass); !ok {
+		t.Errorf("GetSupportedNodeClasses = %T, want an EC2NodeClass", classes[0])
 	}
 	if n := len(e.p.RepairPolicies()); n != len(cloudprovider.KubeletRepairPolicies())+len(cloudprovider.NodeMonitoringAgentRepairPolicies()) {
 		t.Errorf("%d repair policies", n)

@@ -1,8 +1,4 @@
-// Package awssettings holds what joinery-controller and joinery-scheduler share when they run
-// with --cloud-provider=aws: the AWS flags (Karpenter's setting names, with Karpenter's
-// environment variables as defaults), the aws.Config every SDK client is built from, and the
-// instance types and prices both binaries read through the same code.
-package awssettings
+package aws
 
 import (
 	"context"
@@ -13,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/joinery-dev/joinery/cloudprovider"
@@ -91,20 +87,20 @@ func (s *Settings) Validate(launches bool) error {
 // AWSConfig loads the SDK's configuration with the default credential chain (environment,
 // shared files, web identity, container and instance roles), in Region when set, with every
 // client pointed at EndpointURL when set.
-func (s *Settings) AWSConfig(ctx context.Context) (aws.Config, error) {
+func (s *Settings) AWSConfig(ctx context.Context) (awssdk.Config, error) {
 	var opts []func(*awsconfig.LoadOptions) error
 	if s.Region != "" {
 		opts = append(opts, awsconfig.WithRegion(s.Region))
 	}
 	cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
-		return aws.Config{}, fmt.Errorf("loading the AWS configuration: %w", err)
+		return awssdk.Config{}, fmt.Errorf("loading the AWS configuration: %w", err)
 	}
 	if cfg.Region == "" {
-		return aws.Config{}, errors.New("no AWS region: set --aws-region or AWS_REGION")
+		return awssdk.Config{}, errors.New("no AWS region: set --aws-region or AWS_REGION")
 	}
 	if s.EndpointURL != "" {
-		cfg.BaseEndpoint = aws.String(s.EndpointURL)
+		cfg.BaseEndpoint = awssdk.String(s.EndpointURL)
 	}
 	return cfg, nil
 }

@@ -1,4 +1,4 @@
-package main
+package aws
 
 import (
 	"context"
@@ -11,21 +11,38 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/clock"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	awsv1 "github.com/joinery-dev/joinery/apis/aws/v1"
-	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/cloudprovider/aws/amifamily"
+	"github.com/joinery-dev/joinery/cloudprovider/aws/controllers/interruption"
 	nodeclasscontroller "github.com/joinery-dev/joinery/cloudprovider/aws/controllers/nodeclass"
 	awsnodeclass "github.com/joinery-dev/joinery/cloudprovider/aws/nodeclass"
 	awsprovider "github.com/joinery-dev/joinery/cloudprovider/aws/provider"
-	"github.com/joinery-dev/joinery/cmd/internal/awssettings"
-	"github.com/joinery-dev/joinery/controller/nodeclaim"
-	"github.com/joinery-dev/joinery/controller/state"
 )
+
+// Name is the provider's name: --cloud-provider=aws.
+const Name = awsprovider.Name
+
+// Options configure New.
+type Options struct {
+	// Settings are the AWS flags.
+	Settings Settings
+	// Namespace is the controller's namespace, which holds the unavailable-offerings ConfigMap
+	// the interruption controller writes.
+	Namespace string
+	// InterruptionQueue names the SQS queue of interruption events (--interruption-queue);
+	// empty leaves interruption handling off.
+	InterruptionQueue string
+	// Unavailable is the cluster-wide record of offerings refused for capacity, which the
+	// NodeClaim lifecycle controller writes and the scheduler plugin reads.
+	Unavailable awsprovider.UnavailableOfferings
+	// Recorder records the EC2NodeClass controller's events.
+	Recorder events.EventRecorder
+}
 
 // Launch template cleanup: how often, and how long a template may go unused before it goes.
 const (
@@ -33,10 +50,12 @@ const (
 	templateUnusedFor       = 15 * time.Minute
 )
 
-// newAWSProvider builds the AWS cloud provider on mgr and registers what it needs beside the
-// NodeClaim controllers: the EC2NodeClass controller, the instance-type and price refresh loops
-// (in every replica, so a new leader starts warm) and launch-template cleanup (leader only).
-func newAWSProvider(ctx context.Context, mgr ctrl.Manager, namespace string, settings awssettings.Settings) (cloudprovider.CloudProvider, error) {
+// New builds the AWS cloud provider on mgr and registers what it needs beside the neutral
+// controllers: the EC2NodeClass controller, the interruption controller when a queue is named,
+// the instance-type and price refresh loops (in every replica, so a new leader starts warm) and
+// launch-template cleanup (leader only).
+func New(ctx context.Context, mgr ctrl.Manager, opts Options) (*awsprovider.Provider, error) {
+	settings := opts.Settings
 	if err := settings.Validate(true); err != nil {
 		return nil, err
 	}
@@ -69,15 +88,12 @@ func newAWSProvider(ctx context.Context, mgr ctrl.Manager, namespace string, set
 	if err != nil {
 		return nil, fmt.Errorf("creating the EC2NodeClass resolver: %w", err)
 	}
-	// The same record the NodeClaim lifecycle controller writes and the scheduler plugin reads.
-	unavailable := state.NewUnavailableOfferings(mgr.GetClient(), mgr.GetAPIReader(), namespace, clock.RealClock{})
 	provider := awsprovider.NewFromConfig(cfg, mgr.GetClient(), instanceTypes.Types, awsprovider.Options{
 		Cluster:     cluster,
-		Unavailable: unavailable,
+		Unavailable: opts.Unavailable,
 		Logger:      log.WithName("provider"),
 	})
-	recorder := mgr.GetEventRecorder(nodeclaim.EventSource)
-	if err := nodeclasscontroller.New(mgr.GetClient(), resolver, recorder, nil, nodeclasscontroller.Options{
+	if err := nodeclasscontroller.New(mgr.GetClient(), resolver, opts.Recorder, nil, nodeclasscontroller.Options{
 		// A deleted class takes its launch templates with it.
 		OnDelete: func(ctx context.Context, nc *awsv1.EC2NodeClass) error {
 			return provider.DeleteLaunchTemplates(ctx, nc.Name)
@@ -93,12 +109,15 @@ func newAWSProvider(ctx context.Context, mgr ctrl.Manager, namespace string, set
 	if err := mgr.Add(cleanup); err != nil {
 		return nil, fmt.Errorf("adding launch template cleanup: %w", err)
 	}
+	if err := interruption.Setup(mgr, cfg, interruption.SetupOptions{Queue: opts.InterruptionQueue, Namespace: opts.Namespace}); err != nil {
+		return nil, err
+	}
 	return provider, nil
 }
 
 // clusterInfo is what nodes need to join: the flags, with the API server and CA of the
 // controller's own connection and the kube-dns Service's address as defaults.
-func clusterInfo(ctx context.Context, restConfig *rest.Config, reader client.Reader, settings awssettings.Settings) (amifamily.Cluster, error) {
+func clusterInfo(ctx context.Context, restConfig *rest.Config, reader client.Reader, settings Settings) (amifamily.Cluster, error) {
 	cluster := amifamily.Cluster{
 		Name:        settings.ClusterName,
 		Endpoint:    settings.ClusterEndpoint,
@@ -130,17 +149,17 @@ func clusterInfo(ctx context.Context, restConfig *rest.Config, reader client.Rea
 }
 
 // kubeDNS is the ClusterIP of kube-system/kube-dns (CoreDNS keeps kube-dns's Service name), or
-// awssettings.DefaultClusterDNS when the cluster has no such Service.
+// DefaultClusterDNS when the cluster has no such Service.
 func kubeDNS(ctx context.Context, reader client.Reader) (string, error) {
 	var svc corev1.Service
 	err := reader.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "kube-dns"}, &svc)
 	switch {
 	case apierrors.IsNotFound(err):
-		return awssettings.DefaultClusterDNS, nil
+		return DefaultClusterDNS, nil
 	case err != nil:
 		return "", fmt.Errorf("reading kube-system/kube-dns for the cluster DNS address (or set --cluster-dns): %w", err)
 	case svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone:
-		return awssettings.DefaultClusterDNS, nil
+		return DefaultClusterDNS, nil
 	}
 	return svc.Spec.ClusterIP, nil
 }

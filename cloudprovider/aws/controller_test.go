@@ -1,4 +1,4 @@
-package main
+package aws
 
 import (
 	"context"
@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/joinery-dev/joinery/cloudprovider/aws/amifamily"
-	"github.com/joinery-dev/joinery/cmd/internal/awssettings"
 )
 
 func TestClusterInfo(t *testing.T) {
@@ -35,34 +34,34 @@ func TestClusterInfo(t *testing.T) {
 		name     string
 		config   rest.Config
 		objects  []client.Object
-		settings awssettings.Settings
+		settings Settings
 		want     amifamily.Cluster
 	}{
 		{
 			name:     "defaults from the kubeconfig and kube-dns",
 			config:   rest.Config{Host: "https://api.example:6443", TLSClientConfig: rest.TLSClientConfig{CAData: []byte(pem)}},
 			objects:  []client.Object{kubeDNSService},
-			settings: awssettings.Settings{ClusterName: "prod"},
+			settings: Settings{ClusterName: "prod"},
 			want:     amifamily.Cluster{Name: "prod", Endpoint: "https://api.example:6443", CABundle: encoded, DNSIP: "172.20.0.10"},
 		},
 		{
 			name:     "in-cluster CA file, no kube-dns Service",
 			config:   rest.Config{Host: "https://10.0.0.1:443", TLSClientConfig: rest.TLSClientConfig{CAFile: caFile}},
-			settings: awssettings.Settings{ClusterName: "prod"},
-			want:     amifamily.Cluster{Name: "prod", Endpoint: "https://10.0.0.1:443", CABundle: encoded, DNSIP: awssettings.DefaultClusterDNS},
+			settings: Settings{ClusterName: "prod"},
+			want:     amifamily.Cluster{Name: "prod", Endpoint: "https://10.0.0.1:443", CABundle: encoded, DNSIP: DefaultClusterDNS},
 		},
 		{
 			name:     "a headless kube-dns gives no address",
 			config:   rest.Config{Host: "https://api.example", TLSClientConfig: rest.TLSClientConfig{CAData: []byte(pem)}},
 			objects:  []client.Object{headless},
-			settings: awssettings.Settings{ClusterName: "prod"},
-			want:     amifamily.Cluster{Name: "prod", Endpoint: "https://api.example", CABundle: encoded, DNSIP: awssettings.DefaultClusterDNS},
+			settings: Settings{ClusterName: "prod"},
+			want:     amifamily.Cluster{Name: "prod", Endpoint: "https://api.example", CABundle: encoded, DNSIP: DefaultClusterDNS},
 		},
 		{
 			name:    "flags win",
 			config:  rest.Config{Host: "https://api.example", TLSClientConfig: rest.TLSClientConfig{CAData: []byte(pem)}},
 			objects: []client.Object{kubeDNSService},
-			settings: awssettings.Settings{ClusterName: "prod", ClusterEndpoint: "https://eks.example", ClusterCABundle: "Q0E=",
+			settings: Settings{ClusterName: "prod", ClusterEndpoint: "https://eks.example", ClusterCABundle: "Q0E=",
 				ClusterDNS: "10.100.0.10", ClusterServiceCIDR: "10.100.0.0/16"},
 			want: amifamily.Cluster{Name: "prod", Endpoint: "https://eks.example", CABundle: "Q0E=", DNSIP: "10.100.0.10", ServiceCIDR: "10.100.0.0/16"},
 		},

@@ -1,10 +1,10 @@
-package awssettings
+package aws
 
 import (
 	"context"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/pricing"
 	"github.com/go-logr/logr"
@@ -29,7 +29,7 @@ type InstanceTypes struct {
 }
 
 // NewInstanceTypes builds the providers on cfg's clients.
-func (s *Settings) NewInstanceTypes(cfg aws.Config, log logr.Logger) *InstanceTypes {
+func (s *Settings) NewInstanceTypes(cfg awssdk.Config, log logr.Logger) *InstanceTypes {
 	ec2Client := ec2.NewFromConfig(cfg)
 	var pricingAPI awspricing.PricingAPI
 	if !s.IsolatedVPC {

@@ -1,4 +1,4 @@
-package awssettings
+package aws
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/joinery-dev/joinery/cloudprovider"
 )
@@ -103,8 +103,8 @@ func TestAWSConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Region != "eu-west-1" || aws.ToString(cfg.BaseEndpoint) != "http://127.0.0.1:4566" {
-		t.Errorf("region %q, base endpoint %q", cfg.Region, aws.ToString(cfg.BaseEndpoint))
+	if cfg.Region != "eu-west-1" || awssdk.ToString(cfg.BaseEndpoint) != "http://127.0.0.1:4566" {
+		t.Errorf("region %q, base endpoint %q", cfg.Region, awssdk.ToString(cfg.BaseEndpoint))
 	}
 	creds, err := cfg.Credentials.Retrieve(context.Background())
 	if err != nil || creds.AccessKeyID != "AKIATEST" {
