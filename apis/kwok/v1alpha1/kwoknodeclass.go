@@ -46,7 +46,7 @@ type KWOKNodeClassList struct {
 	Items           []KWOKNodeClass `json:"items"`
 }
 
-// GroupVersionKind is the kind of KWOKNodeClass, for a cloud provider's supported node classes.
+// GroupVersionKind is the kind of KWOKNodeClass, as NodePools' nodeClassRefs name it.
 func GroupVersionKind() schema.GroupVersionKind {
 	return SchemeGroupVersion.WithKind(KWOKNodeClassKind)
 }
