@@ -41,6 +41,8 @@ type Plugin struct {
 	batcher *Batcher
 	// ctx is the plugin's lifetime (New's context), for work that outlives a scheduling cycle.
 	ctx context.Context
+	// leader gates the batch loop; nil means always leading.
+	leader Leadership
 
 	mu            sync.Mutex
 	pending       *pendingSet
@@ -50,6 +52,7 @@ type Plugin struct {
 	launches      map[string]launchState             // NodeClaims by name: their node, once known
 	plans         *planBook                          // which pods were planned together
 	held          map[types.UID]time.Time            // pods keeping a rejected pin (see holdPin), since when
+	written       map[string]sets.Set[types.UID]     // NodeClaim writes the informer does not show yet
 	quarantined   map[types.UID]time.Time            // pods of a batch whose planning panicked, until when
 }
 
@@ -69,6 +72,7 @@ type dependencies struct {
 	recorder  events.EventRecorder
 	client    client.Client
 	planner   simulation.Planner
+	leader    Leadership
 }
 
 func newPlugin(ctx context.Context, args ProvisionerArgs, profile string, deps dependencies) *Plugin {
@@ -86,6 +90,7 @@ func newPlugin(ctx context.Context, args ProvisionerArgs, profile string, deps d
 		recorder:      deps.recorder,
 		client:        deps.client,
 		planner:       deps.planner,
+		leader:        deps.leader,
 		batcher:       NewBatcher(deps.clock, args.BatchIdleDuration.Duration, args.BatchMaxDuration.Duration),
 		pending:       newPendingSet(),
 		waits:         newWaitBook(),
@@ -94,6 +99,7 @@ func newPlugin(ctx context.Context, args ProvisionerArgs, profile string, deps d
 		launches:      map[string]launchState{},
 		plans:         newPlanBook(),
 		held:          map[types.UID]time.Time{},
+		written:       map[string]sets.Set[types.UID]{},
 		quarantined:   map[types.UID]time.Time{},
 		ctx:           ctx,
 	}

@@ -532,3 +532,58 @@ func TestPlanningFailures(t *testing.T) {
 		})
 	}
 }
+
+// TestWritesObserved: a batch waits until the NodeClaim informer shows the NodeClaims this
+// process wrote, so the solver, which reads NodeClaims from that informer, counts them.
+func TestWritesObserved(t *testing.T) {
+	a, b := testPod("ns", "a"), testPod("ns", "b")
+	cases := []struct {
+		name         string
+		observed     *karpv1.NodeClaim
+		wantObserved bool
+	}{
+		{name: "not seen yet", observed: nil, wantObserved: false},
+		{name: "seen without the added pod", observed: withPlanned("default-a", a.UID), wantObserved: false},
+		{name: "seen with every written pod", observed: withPlanned("default-a", a.UID, b.UID), wantObserved: true},
+		{name: "another NodeClaim seen", observed: withPlanned("default-b", a.UID, b.UID), wantObserved: false},
+		{name: "seen being deleted", observed: deleting(withPlanned("default-a")), wantObserved: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newTestPlugin(t, true, a, b)
+			p := env.plugin
+			p.expectWritten("default-a", []types.UID{a.UID})
+			p.expectWritten("default-a", []types.UID{b.UID})
+			if tc.observed != nil {
+				p.observeNodeClaim(t.Context(), tc.observed)
+			}
+			if got := p.writesUnobserved() == 0; got != tc.wantObserved {
+				t.Errorf("writes observed = %v, want %v", got, tc.wantObserved)
+			}
+		})
+	}
+
+	// awaitWritesObserved returns once the informer shows the write.
+	env := newTestPlugin(t, true, a)
+	p := env.plugin
+	p.expectWritten("default-a", []types.UID{a.UID})
+	done := make(chan struct{})
+	go func() {
+		p.awaitWritesObserved(t.Context())
+		close(done)
+	}()
+	p.observeNodeClaim(t.Context(), withPlanned("default-a", a.UID))
+	<-done
+}
+
+func withPlanned(name string, pods ...types.UID) *karpv1.NodeClaim {
+	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	simulation.AddPlannedPods(nc, pods...)
+	return nc
+}
+
+func deleting(nc *karpv1.NodeClaim) *karpv1.NodeClaim {
+	now := metav1.Now()
+	nc.DeletionTimestamp = &now
+	return nc
+}

@@ -15,10 +15,21 @@ import (
 
 // run plans a batch whenever the batcher closes a window, until ctx ends. It starts only once
 // synced reports the NodeClaims and pods are known, so that after a restart pods already
-// planned onto a launching NodeClaim are not planned again.
+// planned onto a launching NodeClaim are not planned again, and once this process leads (see
+// Leadership): a standby replica keeps its view of pods and NodeClaims current but publishes
+// nothing.
 func (p *Plugin) run(ctx context.Context, synced func(context.Context) bool) {
 	if !synced(ctx) {
 		return
+	}
+	if p.leader != nil {
+		klog.FromContext(ctx).Info("provisioning waits for this scheduler to lead")
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.leader.Leading():
+		}
+		klog.FromContext(ctx).Info("this scheduler leads: provisioning")
 	}
 	for p.batcher.Wait(ctx) {
 		p.provisionBatch(ctx)
@@ -32,6 +43,7 @@ func (p *Plugin) provisionBatch(ctx context.Context) {
 	if len(pods) == 0 {
 		return
 	}
+	p.awaitWritesObserved(ctx)
 	start := p.clock.Now()
 	plan, err := p.plan(ctx, pods)
 	var panicked *planPanic

@@ -49,6 +49,7 @@ func (p *Plugin) publish(ctx context.Context, batch []*corev1.Pod, plan *simulat
 			logger.Error(err, "creating nodeclaim failed; its pods stay pending", "NodePool", klog.KRef("", claim.NodeClaim.Labels[karpv1.NodePoolLabelKey]), "pods", len(pods))
 			continue
 		}
+		p.expectWritten(created.Name, uids(pods))
 		logger.Info("created nodeclaim",
 			"NodePool", klog.KRef("", created.Labels[karpv1.NodePoolLabelKey]),
 			"NodeClaim", klog.KRef("", created.Name),
@@ -76,6 +77,7 @@ func (p *Plugin) publish(ctx context.Context, batch []*corev1.Pod, plan *simulat
 			logger.Error(err, "recording pods on an in-flight nodeclaim failed; they stay pending", "NodeClaim", klog.KRef("", name), "pods", len(pods))
 			continue
 		}
+		p.expectWritten(name, uids(pods))
 		logger.V(1).Info("planned pod(s) onto in-flight nodeclaim", "NodeClaim", klog.KRef("", name), "pods", len(pods))
 		p.nominate(planID, name, pods)
 	}

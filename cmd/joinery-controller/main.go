@@ -40,6 +40,7 @@ type options struct {
 	printVersion            bool
 	cloudProvider           string
 	registrationTTL         time.Duration
+	initializationTTL       time.Duration
 	gcInterval              time.Duration
 	aws                     aws.Settings
 	interruptionQueue       string
@@ -53,7 +54,8 @@ func main() {
 	flag.StringVar(&opts.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease and of the controller's ConfigMaps such as joinery-unavailable-offerings (default: the pod's namespace, or kube-system out of cluster)")
 	flag.DurationVar(&opts.leaseDuration, "leader-election-lease-duration", 15*time.Second, "how long a leader's lease lasts before another replica may take over")
 	flag.StringVar(&opts.cloudProvider, "cloud-provider", kwok.Name, "cloud provider that launches nodes: kwok or aws")
-	flag.DurationVar(&opts.registrationTTL, "registration-ttl", lifecycle.DefaultRegistrationTTL, "how long a launched NodeClaim may wait for its node to register before it is deleted")
+	flag.DurationVar(&opts.registrationTTL, "registration-ttl", lifecycle.DefaultRegistrationTTL, "how long after its creation a NodeClaim may wait for its node to register before it is deleted (the liveness TTL)")
+	flag.DurationVar(&opts.initializationTTL, "initialization-ttl", lifecycle.DefaultInitializationTTL, "how long after registering a NodeClaim's node may take to initialize before the NodeClaim is deleted")
 	flag.DurationVar(&opts.gcInterval, "gc-interval", garbagecollection.DefaultInterval, "how often instances without a NodeClaim, Nodes without a NodeClaim and NodeClaims without an instance are garbage-collected")
 	flag.StringVar(&opts.interruptionQueue, "interruption-queue", os.Getenv("INTERRUPTION_QUEUE"), "aws: name of the SQS queue EventBridge forwards spot interruptions, scheduled changes and instance state changes to; empty disables interruption handling (env INTERRUPTION_QUEUE)")
 	flag.BoolVar(&opts.printVersion, "version", false, "print the version and exit")
@@ -113,7 +115,7 @@ func run(opts options) error {
 	if err != nil {
 		return err
 	}
-	if err := nodeclaim.Setup(ctx, mgr, cp, nodeclaim.Options{Namespace: namespace, RegistrationTTL: opts.registrationTTL, GCInterval: opts.gcInterval}); err != nil {
+	if err := nodeclaim.Setup(ctx, mgr, cp, nodeclaim.Options{Namespace: namespace, RegistrationTTL: opts.registrationTTL, InitializationTTL: opts.initializationTTL, GCInterval: opts.gcInterval}); err != nil {
 		return err
 	}
 	nodePools, err := nodepool.New(mgr.GetClient(), cp.GetSupportedNodeClasses(), nil)
