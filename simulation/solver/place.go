@@ -67,7 +67,16 @@ func (r *run) place(ctx context.Context, pod *corev1.Pod) error {
 	}
 	req := podVec(pod)
 	var reasons []string
+	// failed holds the preference sets the pod did not fit with: a superset cannot fit either
+	// (each kept preference is one more required constraint), so it is not tried.
+	var failed []uint64
 	for _, a := range r.s.attempts(pod) {
+		if a.relaxed && slices.ContainsFunc(failed, func(f uint64) bool { return a.kept&f == f }) {
+			continue
+		}
+		if a.relaxed {
+			failed = append(failed, a.kept)
+		}
 		m := r.memo(a.key)
 		// antiAffinityKeys change only when a pod is committed, so the split holds for the
 		// whole attempt.
