@@ -368,6 +368,17 @@ func TestPlan(t *testing.T) {
 			wantLabelValues(t, plan, zone, "test-zone-c")
 		},
 	}, {
+		// A local-volume class: nothing provisions, so the claim binds to a volume created
+		// for it, and the volume's node affinity decides the zone.
+		name:    "a WaitForFirstConsumer claim without a provisioner goes where an available volume is",
+		state:   &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default", threeZones())}},
+		objects: availableVolume("pv-local", "local", "data", "test-zone-c"),
+		batch:   pods(1, "db", "1", "1Gi", mountingClaim("data")),
+		check: func(t *testing.T, plan *simulation.Plan) {
+			wantClaims(t, plan, 1)
+			wantLabelValues(t, plan, zone, "test-zone-c")
+		},
+	}, {
 		name:    "the EBS CSI zone key of a bound volume stands for the zone",
 		state:   &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default", threeZones())}},
 		objects: boundVolume("pv-data", "data", simulation.EBSZoneLabelKey, "test-zone-a"),
