@@ -9,8 +9,11 @@ import (
 )
 
 // controllers are the kube-controller-manager controllers the local cluster runs: what
-// workloads, owner references, PDBs and nodes need. Cloud, IPAM, volume and certificate
-// controllers are left out; nothing here provides what they manage.
+// workloads, owner references, PDBs, nodes and volumes need. The volume controllers bind
+// claims to volumes (pre-bound ones, and the ones kube-scheduler picks for a
+// WaitForFirstConsumer class), guard volumes in use and create ephemeral volumes' claims;
+// nothing provisions volumes, so a claim needs a volume created for it. Cloud, IPAM, attach
+// and certificate controllers are left out; nothing here provides what they manage.
 var controllers = []string{
 	"garbage-collector-controller",
 	"namespace-controller",
@@ -29,6 +32,11 @@ var controllers = []string{
 	"taint-eviction-controller",
 	"pod-garbage-collector-controller",
 	"endpointslice-controller",
+	"persistentvolume-binder-controller",
+	"persistentvolume-protection-controller",
+	"persistentvolumeclaim-protection-controller",
+	"persistentvolume-expander-controller",
+	"ephemeral-volume-controller",
 }
 
 // controllerManager runs kube-controller-manager as the admin user, serving /healthz on a free
