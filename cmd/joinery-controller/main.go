@@ -23,6 +23,7 @@ import (
 	awsprovider "github.com/joinery-dev/joinery/cloudprovider/aws/provider"
 	"github.com/joinery-dev/joinery/cloudprovider/kwok"
 	"github.com/joinery-dev/joinery/cmd/internal/awssettings"
+	"github.com/joinery-dev/joinery/controller/disruption"
 	"github.com/joinery-dev/joinery/controller/nodeclaim"
 	"github.com/joinery-dev/joinery/controller/nodeclaim/garbagecollection"
 	"github.com/joinery-dev/joinery/controller/nodeclaim/lifecycle"
@@ -44,6 +45,7 @@ type options struct {
 	aws                     awssettings.Settings
 	interruptionQueue       string
 	featureGates            featuregates.Gates
+	disruption              disruptionOptions
 }
 
 func main() {
@@ -64,6 +66,11 @@ func main() {
 	}
 	opts.featureGates = gates
 	flag.Var(&featuregates.Value{Gates: &opts.featureGates}, featuregates.FlagName, "comma-separated Name=true|false feature gates, Karpenter's names: "+strings.Join(featuregates.Known(), ", ")+" (env "+featuregates.EnvVar+"; the flag wins)")
+	flag.StringVar(&opts.disruption.schedulerConfig, "scheduler-config", "", "KubeSchedulerConfiguration file joinery-scheduler runs with; disruption simulates with its profile's plugins (default: kube-scheduler's default profile)")
+	flag.StringVar(&opts.disruption.schedulerName, "scheduler-name", "joinery", "profile of --scheduler-config that disruption simulates with")
+	flag.DurationVar(&opts.disruption.validationDelay, "disruption-validation-delay", disruption.DefaultValidationDelay, "how long a disruption command waits before it is checked against the cluster again and executed")
+	flag.DurationVar(&opts.disruption.pollInterval, "disruption-poll-interval", disruption.DefaultPollInterval, "time between disruption passes that found nothing to do")
+	flag.DurationVar(&opts.disruption.repairToleration, "repair-toleration", 0, "with NodeRepair: replace every repair policy's toleration duration (tests and demonstrations only; 0 keeps the provider's policies)")
 	flag.BoolVar(&opts.printVersion, "version", false, "print the version and exit")
 	opts.aws.BindFlags(flag.CommandLine)
 	zapOpts := zap.Options{Development: false} // JSON logs unless --zap-devel
@@ -125,6 +132,9 @@ func run(opts options) error {
 		return err
 	}
 	if err := nodeclaim.Setup(ctx, mgr, cp, nodeclaim.Options{Namespace: namespace, RegistrationTTL: opts.registrationTTL, GCInterval: opts.gcInterval}); err != nil {
+		return err
+	}
+	if err := setupDisruption(ctx, mgr, cp, opts.featureGates, opts.disruption); err != nil {
 		return err
 	}
 	if err := nodepool.New(mgr.GetClient(), cp.GetSupportedNodeClasses(), nil).SetupWithManager(mgr); err != nil {
