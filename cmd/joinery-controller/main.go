@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -23,11 +24,13 @@ import (
 	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/cloudprovider/aws"
 	"github.com/joinery-dev/joinery/cloudprovider/kwok"
+	"github.com/joinery-dev/joinery/controller/disruption"
 	"github.com/joinery-dev/joinery/controller/nodeclaim"
 	"github.com/joinery-dev/joinery/controller/nodeclaim/garbagecollection"
 	"github.com/joinery-dev/joinery/controller/nodeclaim/lifecycle"
 	"github.com/joinery-dev/joinery/controller/nodepool"
 	"github.com/joinery-dev/joinery/controller/state"
+	"github.com/joinery-dev/joinery/internal/featuregates"
 	"github.com/joinery-dev/joinery/internal/version"
 )
 
@@ -44,6 +47,8 @@ type options struct {
 	gcInterval              time.Duration
 	aws                     aws.Settings
 	interruptionQueue       string
+	featureGates            featuregates.Gates
+	disruption              disruptionOptions
 }
 
 func main() {
@@ -58,6 +63,23 @@ func main() {
 	flag.DurationVar(&opts.initializationTTL, "initialization-ttl", lifecycle.DefaultInitializationTTL, "how long after registering a NodeClaim's node may take to initialize before the NodeClaim is deleted")
 	flag.DurationVar(&opts.gcInterval, "gc-interval", garbagecollection.DefaultInterval, "how often instances without a NodeClaim, Nodes without a NodeClaim and NodeClaims without an instance are garbage-collected")
 	flag.StringVar(&opts.interruptionQueue, "interruption-queue", os.Getenv("INTERRUPTION_QUEUE"), "aws: name of the SQS queue EventBridge forwards spot interruptions, scheduled changes and instance state changes to; empty disables interruption handling (env INTERRUPTION_QUEUE)")
+	gates, err := featuregates.FromEnv(os.Getenv(featuregates.EnvVar))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	opts.featureGates = gates
+	flag.Var(&featuregates.Value{Gates: &opts.featureGates}, featuregates.FlagName, "comma-separated Name=true|false feature gates, Karpenter's names: "+strings.Join(featuregates.Known(), ", ")+" (env "+featuregates.EnvVar+"; the flag wins)")
+	flag.StringVar(&opts.disruption.schedulerConfig, "scheduler-config", "", "KubeSchedulerConfiguration file joinery-scheduler runs with; disruption simulates with its profile's plugins (default: kube-scheduler's default profile)")
+	flag.StringVar(&opts.disruption.schedulerName, "scheduler-name", "joinery", "profile of --scheduler-config that disruption simulates with")
+	flag.DurationVar(&opts.disruption.validationDelay, "disruption-validation-delay", disruption.DefaultValidationDelay, "how long a disruption command waits before it is checked against the cluster again and executed")
+	flag.DurationVar(&opts.disruption.pollInterval, "disruption-poll-interval", disruption.DefaultPollInterval, "time between disruption passes that found nothing to do")
+	repairToleration, err := envDuration("REPAIR_TOLERATION")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	flag.DurationVar(&opts.disruption.repairToleration, "repair-toleration", repairToleration, "with NodeRepair: replace every repair policy's toleration duration (tests and demonstrations only; 0 keeps the provider's policies; env REPAIR_TOLERATION)")
 	flag.BoolVar(&opts.printVersion, "version", false, "print the version and exit")
 	opts.aws.BindFlags(flag.CommandLine)
 	zapOpts := zap.Options{Development: false} // JSON logs unless --zap-devel
@@ -122,11 +144,14 @@ func run(opts options) error {
 	if err != nil {
 		return fmt.Errorf("creating %s: %w", nodepool.Name, err)
 	}
+	if err := setupDisruption(ctx, mgr, cp, opts.featureGates, opts.disruption); err != nil {
+		return err
+	}
 	if err := nodePools.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up %s: %w", nodepool.Name, err)
 	}
 
-	log.Info("starting", "version", version.Version, "kubernetes", version.KubernetesVersion())
+	log.Info("starting", "version", version.Version, "kubernetes", version.KubernetesVersion(), "featureGates", opts.featureGates.String())
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}
@@ -175,4 +200,17 @@ func controllerNamespace(flagValue string) string {
 		return string(ns)
 	}
 	return "kube-system"
+}
+
+// envDuration reads a duration from the environment variable name; unset is zero.
+func envDuration(name string) (time.Duration, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", name, err)
+	}
+	return d, nil
 }

@@ -101,6 +101,8 @@ apiVersion: karpenter.sh/v1
 kind: NodePool
 metadata: {name: %[1]q}
 spec:
+  # Drift detection and launches are under test; replacing drifted or empty nodes is not.
+  disruption: {budgets: [{nodes: "0"}]}
   template:
     metadata:
       labels: {%[3]s: %[1]q}

@@ -29,6 +29,9 @@ apiVersion: karpenter.sh/v1
 kind: NodePool
 metadata: {name: %[1]q}
 spec:
+  # The suite watches NodeClaims it creates by hand; voluntary disruption (emptiness, drift
+  # replacement) would remove them under it.
+  disruption: {budgets: [{nodes: "0"}]}
   template:
     metadata:
       labels: {joinery.dev/e2e-group: %[1]q%[2]s}

@@ -28,6 +28,7 @@ apiVersion: karpenter.sh/v1
 kind: NodePool
 metadata: {name: %[1]q}
 spec:
+  disruption: {budgets: [{nodes: "0"}]} # no voluntary disruption of the NodeClaim under test
   template:
     spec:
       nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: %[1]q}

@@ -49,6 +49,8 @@ apiVersion: karpenter.sh/v1
 kind: NodePool
 metadata: {name: %[1]q}
 spec:
+  # Provisioning is under test; voluntary disruption (e2e/disruption) is not.
+  disruption: {budgets: [{nodes: "0"}]}
 %[3]s  template:
     metadata:
       labels: {joinery.dev/e2e-group: %[2]q}

@@ -23,6 +23,9 @@ const (
 	ConditionTypeConsolidatable = "Consolidatable"
 	// ConditionTypeEmpty: the node runs no workload pods.
 	ConditionTypeEmpty = "Empty"
+	// ConditionTypeDisrupted: the disruption controller chose the node for a command; the
+	// reason is the disruption reason (Drifted, Empty, ...).
+	ConditionTypeDisrupted = "Disrupted"
 	// ConditionTypeDisruptionReason: the node is being disrupted; the reason says why.
 	ConditionTypeDisruptionReason = "DisruptionReason"
 	// ConditionTypeConsistentStateFound: the node matches what the NodeClaim promised.

@@ -12,10 +12,12 @@ import (
 )
 
 // drainDeadline returns when nc's terminationGracePeriod ends, recording it on the NodeClaim
-// the first time drain starts so a restarted controller keeps the same deadline. It reports
-// false when nc is nil or sets no terminationGracePeriod: the drain may then take forever.
+// the first time drain starts so a restarted controller keeps the same deadline. A deadline
+// already recorded is honoured even without a terminationGracePeriod: node repair records
+// "now" to terminate an unhealthy node forcefully. It reports false when nc is nil or has
+// neither: the drain may then take forever.
 func drainDeadline(ctx context.Context, c client.Client, nc *karpv1.NodeClaim, now time.Time) (time.Time, bool, error) {
-	if nc == nil || nc.Spec.TerminationGracePeriod == nil {
+	if nc == nil {
 		return time.Time{}, false, nil
 	}
 	if recorded, ok := nc.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey]; ok {
@@ -24,6 +26,9 @@ func drainDeadline(ctx context.Context, c client.Client, nc *karpv1.NodeClaim, n
 			return deadline, true, nil
 		}
 		// A malformed value is replaced rather than blocking termination forever.
+	}
+	if nc.Spec.TerminationGracePeriod == nil {
+		return time.Time{}, false, nil
 	}
 	deadline := now.Add(nc.Spec.TerminationGracePeriod.Duration).UTC().Truncate(time.Second)
 	stored := nc.DeepCopy()

@@ -278,3 +278,35 @@ func TestTerminationGracePeriodForcesDeletion(t *testing.T) {
 		t.Errorf("forced deletion events = %q", deleted)
 	}
 }
+
+// TestRecordedDeadlineWithoutGracePeriodIsForceful: node repair records "now" as the
+// termination deadline of a NodeClaim without a terminationGracePeriod; the drain then deletes
+// every pod at once, PDB or do-not-disrupt, and the node terminates.
+func TestRecordedDeadlineWithoutGracePeriodIsForceful(t *testing.T) {
+	ctx := context.Background()
+	start := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakePassiveClock(start)
+	refused := 0
+	h, nc, node := newHarness(t, refuseEvictionOf(&refused, "guarded"), WithClock(clk))
+	fixtures.Get(t, h.client, nc)
+	if nc.Annotations == nil {
+		nc.Annotations = map[string]string{}
+	}
+	nc.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey] = start.Format(time.RFC3339)
+	if err := h.client.Update(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	precious := pod("precious", node.Name, annotated(karpv1.DoNotDisruptAnnotationKey, "true"))
+	guarded := pod("guarded", node.Name)
+	create(t, h.client, precious, guarded)
+	deleteNode(t, h.client, node)
+
+	h.reconcileNode(t, node.Name)
+	h.reconcileNode(t, node.Name)
+	if left := podsLeft(t, h.client, precious, guarded); len(left) != 0 {
+		t.Fatalf("pods left = %v, want none", left)
+	}
+	if !gone(t, h.client, node) {
+		t.Error("node still exists past its recorded deadline")
+	}
+}

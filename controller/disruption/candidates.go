@@ -1,0 +1,169 @@
+package disruption
+
+import (
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+)
+
+// Candidate is a node disruption may act on: an initialized NodeClaim of a NodePool with its
+// Node, and the pods that would have to move.
+type Candidate struct {
+	NodeClaim *karpv1.NodeClaim
+	Node      *corev1.Node
+	NodePool  *karpv1.NodePool
+	// Pods are the pods that would be rescheduled elsewhere: not DaemonSet pods, not static
+	// pods, not finished or already terminating.
+	Pods []*corev1.Pod
+}
+
+// Name is the candidate's NodeClaim name.
+func (c *Candidate) Name() string { return c.NodeClaim.Name }
+
+// Blocked is a node that is not a candidate, and why (the text of the DisruptionBlocked event).
+type Blocked struct {
+	NodeClaim *karpv1.NodeClaim
+	Node      *corev1.Node
+	Message   string
+}
+
+// mirrorPodAnnotationKey marks a static pod's mirror: the kubelet owns it.
+const mirrorPodAnnotationKey = "kubernetes.io/config.mirror"
+
+// isTerminal reports whether pod has finished.
+func isTerminal(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+func isDaemonSetPod(p *corev1.Pod) bool {
+	for _, ref := range p.OwnerReferences {
+		if ref.Kind == "DaemonSet" && ref.Controller != nil && *ref.Controller {
+			return true
+		}
+	}
+	return false
+}
+
+func isMirror(p *corev1.Pod) bool {
+	_, ok := p.Annotations[mirrorPodAnnotationKey]
+	return ok
+}
+
+// IsReschedulable reports whether pod would have to run elsewhere if its node went away.
+func IsReschedulable(p *corev1.Pod) bool {
+	return !isTerminal(p) && p.DeletionTimestamp == nil && !isDaemonSetPod(p) && !isMirror(p)
+}
+
+// isEvictable reports whether the termination controller's drain would evict pod, so its
+// do-not-disrupt annotation and PDBs matter.
+func isEvictable(p *corev1.Pod) bool {
+	return !isTerminal(p) && p.DeletionTimestamp == nil && !isMirror(p)
+}
+
+// doNotDisrupt reports whether obj carries karpenter.sh/do-not-disrupt: "true".
+func doNotDisrupt(obj metav1.Object) bool {
+	return obj.GetAnnotations()[karpv1.DoNotDisruptAnnotationKey] == "true"
+}
+
+// Candidates returns the candidates for a disruption with reason, in NodeClaim name order, and
+// the nodes blocked from it with why. NodeClaims that are not disruptable at all — standalone,
+// not initialized, without a Node, being deleted or already chosen — are in neither list.
+// For Drifted, a NodeClaim with a terminationGracePeriod is a candidate even with blocking
+// PDBs or do-not-disrupt pods (the seeds' TerminationGracePeriod section): its drain is
+// bounded.
+func (c *Cluster) Candidates(reason string) ([]*Candidate, []Blocked) {
+	var cands []*Candidate
+	var blocked []Blocked
+	for _, nc := range c.NodeClaims {
+		np := c.NodePoolOf(nc)
+		node := c.NodeOf[nc.Name]
+		if np == nil || node == nil || !isInitialized(nc) || c.isDeleting(nc) {
+			continue
+		}
+		podsOnNode := c.PodsByNode[node.Name]
+		if why := c.blocker(nc, node, podsOnNode, reason == karpv1.DisruptionReasonDrifted && nc.Spec.TerminationGracePeriod != nil); why != "" {
+			blocked = append(blocked, Blocked{NodeClaim: nc, Node: node, Message: "Cannot disrupt Node: " + why})
+			continue
+		}
+		cand := &Candidate{NodeClaim: nc, Node: node, NodePool: np}
+		for _, p := range podsOnNode {
+			if IsReschedulable(p) {
+				cand.Pods = append(cand.Pods, p)
+			}
+		}
+		cands = append(cands, cand)
+	}
+	return cands, blocked
+}
+
+// blocker says why the node cannot be disrupted voluntarily, or "". boundedDrain skips the
+// pod-level controls (the drain ends at the terminationGracePeriod regardless).
+func (c *Cluster) blocker(nc *karpv1.NodeClaim, node *corev1.Node, pods []*corev1.Pod, boundedDrain bool) string {
+	if doNotDisrupt(node) {
+		return "node is annotated with " + karpv1.DoNotDisruptAnnotationKey
+	}
+	if doNotDisrupt(nc) {
+		return "nodeclaim is annotated with " + karpv1.DoNotDisruptAnnotationKey
+	}
+	if boundedDrain {
+		return ""
+	}
+	sorted := slices.Clone(pods)
+	slices.SortFunc(sorted, func(a, b *corev1.Pod) int {
+		return compareStrings(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	for _, p := range sorted {
+		if !isEvictable(p) {
+			continue
+		}
+		if doNotDisrupt(p) {
+			return fmt.Sprintf("pod %s/%s has %s annotation", p.Namespace, p.Name, karpv1.DoNotDisruptAnnotationKey)
+		}
+	}
+	for _, p := range sorted {
+		if !isEvictable(p) {
+			continue
+		}
+		if pdb := c.blockingPDB(p); pdb != "" {
+			return fmt.Sprintf("pdb %s prevents pod evictions", pdb)
+		}
+	}
+	return ""
+}
+
+// blockingPDB names the first PodDisruptionBudget matching pod that allows no disruption
+// now; every PDB of a pod must allow its eviction.
+func (c *Cluster) blockingPDB(p *corev1.Pod) string {
+	for _, pdb := range c.PDBs {
+		if pdb.Namespace != p.Namespace {
+			continue
+		}
+		selector, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil {
+			// The eviction API refuses pods under a PDB it cannot read; so do we.
+			return pdb.Namespace + "/" + pdb.Name
+		}
+		if !selector.Matches(labels.Set(p.Labels)) {
+			continue
+		}
+		if pdb.Status.DisruptionsAllowed <= 0 {
+			return pdb.Namespace + "/" + pdb.Name
+		}
+	}
+	return ""
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,81 @@
+package disruption
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+)
+
+func TestCandidates(t *testing.T) {
+	np := testNodePool("default")
+	tests := []struct {
+		name    string
+		reason  string
+		objs    []client.Object
+		want    bool   // node-a is a candidate
+		blocked string // else the DisruptionBlocked message, "" when silently skipped
+		pods    int    // pods to move when a candidate
+	}{
+		{name: "plain node", reason: karpv1.DisruptionReasonEmpty, objs: objects(pair(testNode("a", "default"))), want: true},
+		{name: "pods to move exclude DaemonSet, finished and static pods", reason: karpv1.DisruptionReasonDrifted, objs: objects(pair(testNode("a", "default")),
+			testPod("web", "node-a"), testPod("ds", "node-a", daemon), testPod("done", "node-a", succeeded),
+			testPod("static", "node-a", func(p *corev1.Pod) { p.Annotations = map[string]string{mirrorPodAnnotationKey: "x"} })), want: true, pods: 1},
+		{name: "standalone NodeClaim", reason: karpv1.DisruptionReasonEmpty, objs: objects(pair(testNode("a", "gone"))), want: false},
+		{name: "not initialized", reason: karpv1.DisruptionReasonEmpty, objs: objects(pair(testNode("a", "default", notInitialized))), want: false},
+		{name: "being deleted", reason: karpv1.DisruptionReasonEmpty, objs: objects(pair(testNode("a", "default", deleting))), want: false},
+		{name: "node annotated do-not-disrupt", reason: karpv1.DisruptionReasonEmpty, objs: objects(pair(testNode("a", "default", nodeAnnotated))),
+			blocked: "Cannot disrupt Node: node is annotated with karpenter.sh/do-not-disrupt"},
+		{name: "nodeclaim annotated do-not-disrupt", reason: karpv1.DisruptionReasonEmpty, objs: objects(pair(testNode("a", "default", claimAnnotated))),
+			blocked: "Cannot disrupt Node: nodeclaim is annotated with karpenter.sh/do-not-disrupt"},
+		{name: "do-not-disrupt pod", reason: karpv1.DisruptionReasonDrifted, objs: objects(pair(testNode("a", "default")), testPod("precious", "node-a", podDoNotDisrupt)),
+			blocked: "Cannot disrupt Node: pod default/precious has karpenter.sh/do-not-disrupt annotation"},
+		{name: "finished do-not-disrupt pod does not block", reason: karpv1.DisruptionReasonDrifted, objs: objects(pair(testNode("a", "default")), testPod("precious", "node-a", podDoNotDisrupt, succeeded)), want: true},
+		{name: "PDB allowing a disruption", reason: karpv1.DisruptionReasonDrifted, objs: objects(pair(testNode("a", "default")), testPod("web", "node-a"), pdb("ok", 1, map[string]string{"app": "web"})), want: true, pods: 1},
+		{name: "blocking PDB", reason: karpv1.DisruptionReasonDrifted, objs: objects(pair(testNode("a", "default")), testPod("web", "node-a"), pdb("x", 0, map[string]string{"app": "web"})),
+			blocked: "Cannot disrupt Node: pdb default/x prevents pod evictions"},
+		// The seeds' example: pod A matches PDB-1 (none allowed) and PDB-2 (one allowed); pod B
+		// matches PDB-3 (none allowed); pod C has none. PDB-1 blocks although PDB-2 allows.
+		{name: "every PDB of a pod must allow", reason: karpv1.DisruptionReasonDrifted, objs: objects(pair(testNode("a", "default")),
+			testPod("a", "node-a", labelled("tier", "x")), testPod("b", "node-a", labelled("tier", "y")), testPod("c", "node-a"),
+			pdb("pdb-2", 1, map[string]string{"tier": "x"}), pdb("pdb-1", 0, map[string]string{"app": "a"}), pdb("pdb-3", 0, map[string]string{"tier": "y"})),
+			blocked: "Cannot disrupt Node: pdb default/pdb-1 prevents pod evictions"},
+		{name: "PDBs of different pods: any blocking one blocks", reason: karpv1.DisruptionReasonDrifted, objs: objects(pair(testNode("a", "default")),
+			testPod("a", "node-a"), testPod("b", "node-a"), pdb("for-a", 1, map[string]string{"app": "a"}), pdb("for-b", 0, map[string]string{"app": "b"})),
+			blocked: "Cannot disrupt Node: pdb default/for-b prevents pod evictions"},
+		{name: "PDB in another namespace does not apply", reason: karpv1.DisruptionReasonDrifted, objs: objects(pair(testNode("a", "default")), testPod("web", "node-a"),
+			func() client.Object {
+				p := pdb("x", 0, map[string]string{"app": "web"})
+				p.Namespace = "other"
+				return p
+			}()), want: true, pods: 1},
+		{name: "blocking PDB on a DaemonSet pod blocks (drain evicts it)", reason: karpv1.DisruptionReasonEmpty, objs: objects(pair(testNode("a", "default")), testPod("ds", "node-a", daemon), pdb("ds", 0, map[string]string{"app": "ds"})),
+			blocked: "Cannot disrupt Node: pdb default/ds prevents pod evictions"},
+		{name: "drift with terminationGracePeriod ignores a do-not-disrupt pod", reason: karpv1.DisruptionReasonDrifted, objs: objects(pair(testNode("a", "default", withTGP)), testPod("precious", "node-a", podDoNotDisrupt)), want: true, pods: 1},
+		{name: "drift with terminationGracePeriod ignores a blocking PDB", reason: karpv1.DisruptionReasonDrifted, objs: objects(pair(testNode("a", "default", withTGP)), testPod("web", "node-a"), pdb("x", 0, map[string]string{"app": "web"})), want: true, pods: 1},
+		{name: "emptiness does not get the terminationGracePeriod exception", reason: karpv1.DisruptionReasonEmpty, objs: objects(pair(testNode("a", "default", withTGP)), testPod("precious", "node-a", podDoNotDisrupt)),
+			blocked: "Cannot disrupt Node: pod default/precious has karpenter.sh/do-not-disrupt annotation"},
+		{name: "drift with terminationGracePeriod still honours the node's annotation", reason: karpv1.DisruptionReasonDrifted, objs: objects(pair(testNode("a", "default", withTGP, nodeAnnotated))),
+			blocked: "Cannot disrupt Node: node is annotated with karpenter.sh/do-not-disrupt"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cluster, _ := loadCluster(t, append(tt.objs, np)...)
+			cands, blocked := cluster.Candidates(tt.reason)
+			if got := len(cands) == 1; got != tt.want {
+				t.Fatalf("candidate = %t (%d candidates), want %t; blocked %v", got, len(cands), tt.want, blocked)
+			}
+			if tt.want && len(cands[0].Pods) != tt.pods {
+				t.Errorf("pods to move = %d, want %d", len(cands[0].Pods), tt.pods)
+			}
+			switch {
+			case tt.blocked == "" && len(blocked) > 0:
+				t.Errorf("blocked = %v, want none", blocked)
+			case tt.blocked != "" && (len(blocked) != 1 || blocked[0].Message != tt.blocked):
+				t.Errorf("blocked = %+v, want %q", blocked, tt.blocked)
+			}
+		})
+	}
+}

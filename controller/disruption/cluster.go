@@ -1,0 +1,129 @@
+package disruption
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+)
+
+// Cluster is one consistent read of what disruption decides on: every NodePool, NodeClaim,
+// Node, Pod, PodDisruptionBudget and DaemonSet, with NodeClaims linked to their Nodes.
+type Cluster struct {
+	NodePools  map[string]*karpv1.NodePool
+	NodeClaims []*karpv1.NodeClaim
+	Nodes      map[string]*corev1.Node
+	// Pods lists every pod; PodsByNode those bound, by node name.
+	Pods       []*corev1.Pod
+	PodsByNode map[string][]*corev1.Pod
+	PDBs       []*policyv1.PodDisruptionBudget
+	DaemonSets []*appsv1.DaemonSet
+	// NodeOf maps a NodeClaim's name to its Node (nil while it has none).
+	NodeOf map[string]*corev1.Node
+}
+
+// LoadCluster lists the objects from r (the manager's cache).
+func LoadCluster(ctx context.Context, r client.Reader) (*Cluster, error) {
+	var (
+		nps  karpv1.NodePoolList
+		ncs  karpv1.NodeClaimList
+		ns   corev1.NodeList
+		ps   corev1.PodList
+		pdbs policyv1.PodDisruptionBudgetList
+		dss  appsv1.DaemonSetList
+	)
+	for _, l := range []struct {
+		what string
+		list client.ObjectList
+	}{{"nodepools", &nps}, {"nodeclaims", &ncs}, {"nodes", &ns}, {"pods", &ps}, {"poddisruptionbudgets", &pdbs}, {"daemonsets", &dss}} {
+		if err := r.List(ctx, l.list); err != nil {
+			return nil, fmt.Errorf("listing %s: %w", l.what, err)
+		}
+	}
+	c := &Cluster{NodePools: map[string]*karpv1.NodePool{}, Nodes: map[string]*corev1.Node{}, PodsByNode: map[string][]*corev1.Pod{}, NodeOf: map[string]*corev1.Node{}}
+	for i := range nps.Items {
+		c.NodePools[nps.Items[i].Name] = &nps.Items[i]
+	}
+	for i := range ncs.Items {
+		c.NodeClaims = append(c.NodeClaims, &ncs.Items[i])
+	}
+	for i := range ns.Items {
+		c.Nodes[ns.Items[i].Name] = &ns.Items[i]
+	}
+	for i := range ps.Items {
+		p := &ps.Items[i]
+		c.Pods = append(c.Pods, p)
+		if p.Spec.NodeName != "" {
+			c.PodsByNode[p.Spec.NodeName] = append(c.PodsByNode[p.Spec.NodeName], p)
+		}
+	}
+	for i := range pdbs.Items {
+		c.PDBs = append(c.PDBs, &pdbs.Items[i])
+	}
+	slices.SortFunc(c.PDBs, func(a, b *policyv1.PodDisruptionBudget) int {
+		return compareStrings(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	for i := range dss.Items {
+		c.DaemonSets = append(c.DaemonSets, &dss.Items[i])
+	}
+	c.link()
+	return c, nil
+}
+
+// link maps NodeClaims to Nodes by status.nodeName, else by provider ID.
+func (c *Cluster) link() {
+	byProviderID := map[string]*corev1.Node{}
+	for _, n := range c.Nodes {
+		if n.Spec.ProviderID != "" {
+			byProviderID[n.Spec.ProviderID] = n
+		}
+	}
+	slices.SortFunc(c.NodeClaims, func(a, b *karpv1.NodeClaim) int { return compareStrings(a.Name, b.Name) })
+	for _, nc := range c.NodeClaims {
+		if n, ok := c.Nodes[nc.Status.NodeName]; ok && nc.Status.NodeName != "" {
+			c.NodeOf[nc.Name] = n
+		} else if n, ok := byProviderID[nc.Status.ProviderID]; ok && nc.Status.ProviderID != "" {
+			c.NodeOf[nc.Name] = n
+		}
+	}
+}
+
+// NodePoolOf returns nc's NodePool, nil for a standalone NodeClaim or a NodePool that is gone.
+func (c *Cluster) NodePoolOf(nc *karpv1.NodeClaim) *karpv1.NodePool {
+	return c.NodePools[nc.Labels[karpv1.NodePoolLabelKey]]
+}
+
+// isDeleting reports whether nc or its node is going away or already chosen for disruption.
+func (c *Cluster) isDeleting(nc *karpv1.NodeClaim) bool {
+	if nc.DeletionTimestamp != nil || isMarked(nc) {
+		return true
+	}
+	n := c.NodeOf[nc.Name]
+	return n != nil && n.DeletionTimestamp != nil
+}
+
+// isReady reports whether nc has a Node whose Ready condition is True.
+func (c *Cluster) isReady(nc *karpv1.NodeClaim) bool {
+	n := c.NodeOf[nc.Name]
+	if n == nil {
+		return false
+	}
+	for _, cond := range n.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// isInitialized reports whether nc's node is initialized.
+func isInitialized(nc *karpv1.NodeClaim) bool {
+	return meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeInitialized)
+}

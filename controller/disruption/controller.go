@@ -1,0 +1,308 @@
+// Package disruption is the disruption controller: one loop that runs the automated graceful
+// methods in order (Drift, then Emptiness; consolidation's methods come after them), each
+// returning a command — candidates and the replacements they need — that the budgets allow
+// and the simulation accepts; the command is validated again after a short delay and executed
+// through one orchestration queue (Queue), and the loop starts again from the first method.
+//
+// Forceful methods live beside it: expiration (subpackage expiration) and node repair
+// (subpackage repair); the conditions they and the methods read (lastPodEventTime,
+// Consolidatable, Empty) are kept by subpackage podevents. Budgets are subpackage budget.
+package disruption
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+)
+
+// Name is the controller's name in logs.
+const Name = "disruption"
+
+// Defaults of Options.
+const (
+	DefaultPollInterval       = 10 * time.Second
+	DefaultValidationDelay    = 5 * time.Second
+	DefaultReplacementTimeout = 10 * time.Minute
+	DefaultReplacementPoll    = 2 * time.Second
+)
+
+// Options tune the loop.
+type Options struct {
+	// PollInterval is the time between passes when nothing was done.
+	PollInterval time.Duration
+	// ValidationDelay is how long a command waits before it is checked again against the
+	// cluster and executed.
+	ValidationDelay time.Duration
+	// ReplacementTimeout bounds the wait for replacements to initialize.
+	ReplacementTimeout time.Duration
+	// ReplacementPoll is how often a waiting command looks at its replacements.
+	ReplacementPoll time.Duration
+}
+
+func (o *Options) defaults() {
+	if o.PollInterval == 0 {
+		o.PollInterval = DefaultPollInterval
+	}
+	if o.ValidationDelay == 0 {
+		o.ValidationDelay = DefaultValidationDelay
+	}
+	if o.ReplacementTimeout == 0 {
+		o.ReplacementTimeout = DefaultReplacementTimeout
+	}
+	if o.ReplacementPoll == 0 {
+		o.ReplacementPoll = DefaultReplacementPoll
+	}
+}
+
+// Controller is the disruption loop, a manager Runnable that runs on the leader only.
+type Controller struct {
+	client  client.Client
+	methods []Method
+	queue   *Queue
+	pub     *publisher
+	clock   clock.Clock
+	opts    Options
+}
+
+// New returns the loop over methods (in order). c reads from the cache and writes; reader
+// reads from the API server (the manager's API reader).
+func New(c client.Client, reader client.Reader, recorder events.EventRecorder, clk clock.Clock, methods []Method, opts Options) *Controller {
+	opts.defaults()
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	pub := newPublisher(recorder, clk.Now)
+	return &Controller{
+		client:  c,
+		methods: methods,
+		queue:   NewQueue(c, reader, pub, clk, opts.ReplacementTimeout, opts.ReplacementPoll, log.Log.WithName(Name)),
+		pub:     pub,
+		clock:   clk,
+		opts:    opts,
+	}
+}
+
+// Queue returns the orchestration queue.
+func (c *Controller) Queue() *Queue { return c.queue }
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable.
+func (c *Controller) NeedLeaderElection() bool { return true }
+
+// Start runs the loop until ctx ends: first the commands a previous process left behind are
+// recovered, then a pass runs every PollInterval (at once again after a command).
+func (c *Controller) Start(ctx context.Context) error {
+	logger := log.FromContext(ctx).WithName(Name)
+	ctx = log.IntoContext(ctx, logger)
+	if err := c.queue.Recover(ctx); err != nil {
+		logger.Error(err, "recovering disruption commands")
+	}
+	defer c.queue.Wait()
+	for {
+		started, err := c.Step(ctx)
+		if err != nil && ctx.Err() == nil {
+			logger.Error(err, "disruption pass")
+		}
+		wait := c.opts.PollInterval
+		if started {
+			wait = time.Second
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-c.clock.After(wait):
+		}
+	}
+}
+
+// reasons whose allowed disruptions are published per NodePool.
+var budgetReasons = []string{karpv1.DisruptionReasonDrifted, karpv1.DisruptionReasonEmpty, karpv1.DisruptionReasonUnderutilized}
+
+// Step runs one pass: the first method with a valid command has it executed. It reports
+// whether a command was started.
+func (c *Controller) Step(ctx context.Context) (bool, error) {
+	logger := log.FromContext(ctx)
+	cluster, err := LoadCluster(ctx, c.client)
+	if err != nil {
+		return false, err
+	}
+	now := c.clock.Now()
+	for _, reason := range budgetReasons {
+		allowed, errs := cluster.Allowed(reason, now)
+		for np, n := range allowed {
+			allowedDisruptions.WithLabelValues(np, MetricReason(reason)).Set(float64(n))
+		}
+		for np, err := range errs {
+			logger.Error(err, "evaluating disruption budgets", "nodepool", np)
+		}
+	}
+	for _, m := range c.methods {
+		cmd, err := c.compute(ctx, cluster, m, now)
+		if err != nil {
+			return false, fmt.Errorf("%s: %w", m.Name(), err)
+		}
+		if cmd == nil {
+			continue
+		}
+		fresh, why, err := c.validate(ctx, m, cmd)
+		if err != nil {
+			return false, fmt.Errorf("%s: validating: %w", m.Name(), err)
+		}
+		if fresh == nil {
+			logger.Info("disruption command no longer valid, not executed", "method", m.Name(), "command", cmd.String(), "why", why)
+			return false, nil
+		}
+		if err := c.queue.Start(ctx, fresh); err != nil {
+			return false, fmt.Errorf("%s: executing %s: %w", m.Name(), fresh, err)
+		}
+		decisionsTotal.WithLabelValues(string(fresh.Decision()), MetricReason(fresh.Reason), "").Inc()
+		logCommand(logger, fresh)
+		return true, nil
+	}
+	return false, nil
+}
+
+// compute asks m for a command over cluster, and publishes why nodes were passed over.
+func (c *Controller) compute(ctx context.Context, cluster *Cluster, m Method, now time.Time) (*Command, error) {
+	start := time.Now()
+	defer func() { evaluationDuration.WithLabelValues(m.Name(), "").Observe(time.Since(start).Seconds()) }()
+	cands, blocked := cluster.Candidates(m.Reason())
+	var mine []*Candidate
+	for _, cand := range cands {
+		if m.ShouldDisrupt(cand) {
+			mine = append(mine, cand)
+		}
+	}
+	for _, b := range blocked {
+		c.pub.blocked(b)
+	}
+	eligibleNodes.WithLabelValues(MetricReason(m.Reason())).Set(float64(len(mine)))
+	if len(mine) == 0 {
+		return nil, nil
+	}
+	allowed, _ := cluster.Allowed(m.Reason(), now)
+	cmd, passed, err := m.ComputeCommand(ctx, cluster, allowed, mine)
+	for _, b := range passed {
+		c.pub.blocked(b)
+	}
+	return cmd, err
+}
+
+// validate waits ValidationDelay, reads the cluster again and recomputes the command over
+// the same candidates: each must still be a candidate the method acts on, the budgets must
+// still allow them all, and the simulation must still accept them with no more replacements.
+// It returns the recomputed command (fresh objects, fresh replacements), or nil and why.
+func (c *Controller) validate(ctx context.Context, m Method, cmd *Command) (*Command, string, error) {
+	select {
+	case <-ctx.Done():
+		return nil, "", ctx.Err()
+	case <-c.clock.After(c.opts.ValidationDelay):
+	}
+	cluster, err := LoadCluster(ctx, c.client)
+	if err != nil {
+		return nil, "", err
+	}
+	cands, _ := cluster.Candidates(m.Reason())
+	byName := map[string]*Candidate{}
+	for _, cand := range cands {
+		byName[cand.Name()] = cand
+	}
+	var fresh []*Candidate
+	perPool := map[string]int{}
+	for _, old := range cmd.Candidates {
+		cand, ok := byName[old.Name()]
+		if !ok || !m.ShouldDisrupt(cand) {
+			return nil, fmt.Sprintf("%s is no longer a %s candidate", old.Name(), m.Name()), nil
+		}
+		fresh = append(fresh, cand)
+		perPool[cand.NodePool.Name]++
+	}
+	allowed, _ := cluster.Allowed(m.Reason(), c.clock.Now())
+	for np, n := range perPool {
+		if allowed[np] < n {
+			return nil, fmt.Sprintf("nodepool %s now allows %d disruptions for %s, the command needs %d", np, allowed[np], m.Reason(), n), nil
+		}
+	}
+	out := &Command{Method: cmd.Method, Reason: cmd.Reason, Candidates: fresh, Destinations: map[types.UID]string{}}
+	if len(cmd.Replacements) > 0 || out.PodCount() > 0 {
+		sim, ok := simulatorOf(m)
+		if !ok {
+			return nil, "pods appeared on the candidates", nil
+		}
+		result, err := sim.Simulate(ctx, cluster, fresh)
+		if err != nil {
+			return nil, "", err
+		}
+		if why := result.Refusal(fresh); why != "" {
+			return nil, why, nil
+		}
+		if len(result.Replacements) > len(cmd.Replacements) {
+			return nil, fmt.Sprintf("now needs %d replacements instead of %d", len(result.Replacements), len(cmd.Replacements)), nil
+		}
+		out.Replacements, out.Destinations = result.Replacements, result.Destinations
+	}
+	return out, "", nil
+}
+
+// simulatorOf returns the simulator of a method that moves pods.
+func simulatorOf(m Method) (Simulator, bool) {
+	if s, ok := m.(interface{ simulator() Simulator }); ok && s.simulator() != nil {
+		return s.simulator(), true
+	}
+	return nil, false
+}
+
+func (d *Drift) simulator() Simulator { return d.Simulator }
+
+// maxLoggedPods bounds the pods listed in a command's log line.
+const maxLoggedPods = 20
+
+// logCommand writes the one log line of a command.
+func logCommand(logger logr.Logger, cmd *Command) {
+	var pods []string
+	for _, cand := range cmd.Candidates {
+		for _, p := range cand.Pods {
+			pods = append(pods, fmt.Sprintf("%s/%s→%s", p.Namespace, p.Name, cmd.Destinations[p.UID]))
+		}
+	}
+	slices.Sort(pods)
+	if len(pods) > maxLoggedPods {
+		pods = append(pods[:maxLoggedPods], fmt.Sprintf("and %d more", len(pods)-maxLoggedPods))
+	}
+	var repl []string
+	for _, r := range cmd.Replacements {
+		repl = append(repl, replacementSummary(r))
+	}
+	logger.Info("disrupting nodes", "command", cmd.ID, "method", cmd.Method, "reason", cmd.Reason,
+		"decision", cmd.Decision(), "candidates", cmd.CandidateNames(), "replacements", repl,
+		"podCount", cmd.PodCount(), "pods", strings.Join(pods, ", "))
+}
+
+// replacementSummary names a replacement by its NodeClaim (or generated prefix) and the
+// cheapest instance types it allows.
+func replacementSummary(nc *karpv1.NodeClaim) string {
+	name := nc.Name
+	if name == "" {
+		name = nc.GenerateName + "*"
+	}
+	for _, r := range nc.Spec.Requirements {
+		if r.Key == "node.kubernetes.io/instance-type" {
+			types := r.Values
+			if len(types) > 3 {
+				types = append(slices.Clone(types[:3]), "...")
+			}
+			return fmt.Sprintf("%s(%s)", name, strings.Join(types, ","))
+		}
+	}
+	return name
+}

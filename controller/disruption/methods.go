@@ -1,0 +1,112 @@
+package disruption
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+)
+
+// Method is one automated graceful disruption method. The loop asks each in order for a
+// command; the first command wins and the loop starts again from the first method after it.
+// Consolidation (issue 12) plugs in as more Methods after Emptiness.
+type Method interface {
+	// Name names the method in logs, events and metrics (drift, emptiness, ...).
+	Name() string
+	// Reason is the disruption reason the method's budgets are counted under.
+	Reason() string
+	// ShouldDisrupt reports whether a candidate is one this method acts on.
+	ShouldDisrupt(c *Candidate) bool
+	// ComputeCommand picks, from the method's candidates in priority order, a command that
+	// the budgets allow (allowed: remaining disruptions per NodePool for Reason) and the
+	// simulation accepts; nil when there is none. Candidates passed over are returned with
+	// why, for DisruptionBlocked events.
+	ComputeCommand(ctx context.Context, c *Cluster, allowed map[string]int, cands []*Candidate) (*Command, []Blocked, error)
+}
+
+func budgetBlocked(cand *Candidate, reason string) Blocked {
+	return Blocked{NodeClaim: cand.NodeClaim, Node: cand.Node, Message: fmt.Sprintf(
+		"Cannot disrupt Node: no allowed disruptions for reason %s in nodepool %s (disruption budget)", reason, cand.NodePool.Name)}
+}
+
+// Drift replaces drifted NodeClaims (the Drifted condition), one per command, oldest drift
+// first, with replacements launched and initialized before the candidate is drained.
+type Drift struct {
+	Simulator Simulator
+}
+
+func (d *Drift) Name() string   { return "drift" }
+func (d *Drift) Reason() string { return karpv1.DisruptionReasonDrifted }
+
+func (d *Drift) ShouldDisrupt(c *Candidate) bool {
+	return meta.IsStatusConditionTrue(c.NodeClaim.Status.Conditions, karpv1.ConditionTypeDrifted)
+}
+
+func (d *Drift) ComputeCommand(ctx context.Context, c *Cluster, allowed map[string]int, cands []*Candidate) (*Command, []Blocked, error) {
+	sorted := slices.Clone(cands)
+	slices.SortStableFunc(sorted, func(a, b *Candidate) int {
+		return driftedAt(a).Compare(driftedAt(b))
+	})
+	var blocked []Blocked
+	for _, cand := range sorted {
+		if allowed[cand.NodePool.Name] <= 0 {
+			blocked = append(blocked, budgetBlocked(cand, d.Reason()))
+			continue
+		}
+		sim, err := d.Simulator.Simulate(ctx, c, []*Candidate{cand})
+		if err != nil {
+			return nil, blocked, err
+		}
+		if why := sim.Refusal([]*Candidate{cand}); why != "" {
+			blocked = append(blocked, Blocked{NodeClaim: cand.NodeClaim, Node: cand.Node, Message: "Cannot disrupt Node: " + why})
+			continue
+		}
+		return &Command{Method: d.Name(), Reason: d.Reason(), Candidates: []*Candidate{cand}, Replacements: sim.Replacements, Destinations: sim.Destinations}, blocked, nil
+	}
+	return nil, blocked, nil
+}
+
+func driftedAt(c *Candidate) time.Time {
+	if cond := meta.FindStatusCondition(c.NodeClaim.Status.Conditions, karpv1.ConditionTypeDrifted); cond != nil {
+		return cond.LastTransitionTime.Time
+	}
+	return time.Time{}
+}
+
+// Emptiness deletes empty nodes — no pod but DaemonSet, static and finished pods — whose
+// NodePool's consolidateAfter has passed (the Consolidatable condition), all at once up to
+// each NodePool's Empty budget. Nothing moves, so nothing is simulated or launched.
+type Emptiness struct{}
+
+func (e *Emptiness) Name() string   { return "emptiness" }
+func (e *Emptiness) Reason() string { return karpv1.DisruptionReasonEmpty }
+
+func (e *Emptiness) ShouldDisrupt(c *Candidate) bool {
+	return len(c.Pods) == 0 && !c.NodePool.Spec.Disruption.ConsolidateAfter.IsNever() &&
+		meta.IsStatusConditionTrue(c.NodeClaim.Status.Conditions, karpv1.ConditionTypeConsolidatable)
+}
+
+func (e *Emptiness) ComputeCommand(_ context.Context, _ *Cluster, allowed map[string]int, cands []*Candidate) (*Command, []Blocked, error) {
+	remaining := make(map[string]int, len(allowed))
+	for k, v := range allowed {
+		remaining[k] = v
+	}
+	cmd := &Command{Method: e.Name(), Reason: e.Reason()}
+	var blocked []Blocked
+	for _, cand := range cands {
+		if remaining[cand.NodePool.Name] <= 0 {
+			blocked = append(blocked, budgetBlocked(cand, e.Reason()))
+			continue
+		}
+		remaining[cand.NodePool.Name]--
+		cmd.Candidates = append(cmd.Candidates, cand)
+	}
+	if len(cmd.Candidates) == 0 {
+		return nil, blocked, nil
+	}
+	return cmd, blocked, nil
+}

@@ -1,0 +1,109 @@
+package disruption
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+)
+
+func TestEmptiness(t *testing.T) {
+	np := testNodePool("default", budgets(karpv1.Budget{Nodes: "2"}))
+	never := testNodePool("never")
+	never.Spec.Disruption.ConsolidateAfter = karpv1.NeverDuration()
+	objs := []client.Object{np, never}
+	for _, n := range []string{"a", "b", "c", "d"} {
+		objs = append(objs, pair(testNode(n, "default"))...)
+	}
+	objs = append(objs, pair(testNode("busy", "default"))...)
+	objs = append(objs, testPod("web", "node-busy"), testPod("ds", "node-a", daemon))
+	objs = append(objs, pair(testNode("waiting", "default", func(nc *karpv1.NodeClaim, _ *corev1.Node) { nc.Status.Conditions = nc.Status.Conditions[:1] }))...)
+	objs = append(objs, pair(testNode("off", "never"))...)
+	cluster, _ := loadCluster(t, objs...)
+
+	m := &Emptiness{}
+	cands, _ := cluster.Candidates(m.Reason())
+	var mine []*Candidate
+	for _, c := range cands {
+		if m.ShouldDisrupt(c) {
+			mine = append(mine, c)
+		}
+	}
+	if got := names(mine); strings.Join(got, ",") != "a,b,c,d" {
+		t.Fatalf("empty candidates = %v, want a,b,c,d (busy has a pod, waiting is not consolidatable, off has consolidateAfter Never)", got)
+	}
+	allowed, errs := cluster.Allowed(m.Reason(), epoch)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	cmd, blocked, err := m.ComputeCommand(context.Background(), cluster, allowed, mine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(cmd.CandidateNames(), ","); got != "a,b" {
+		t.Errorf("command candidates = %s, want a,b (budget nodes: 2)", got)
+	}
+	if cmd.Decision() != DecisionDelete || len(cmd.Replacements) != 0 {
+		t.Errorf("decision = %s with %d replacements, want delete", cmd.Decision(), len(cmd.Replacements))
+	}
+	if len(blocked) != 2 || !strings.Contains(blocked[0].Message, "no allowed disruptions for reason Empty in nodepool default") {
+		t.Errorf("blocked = %+v, want c and d blocked by the budget", blocked)
+	}
+}
+
+func TestDrift(t *testing.T) {
+	tests := []struct {
+		name          string
+		budget        string
+		unschedulable map[string]string
+		want          string // candidate of the command, "" for none
+		blocked       string
+	}{
+		{name: "oldest drift first, one per command", budget: "10%", want: "a"},
+		{name: "refused when a pod fits nowhere, next candidate tried", budget: "10%", unschedulable: map[string]string{"web-a": "no NodePool fits: too big"}, want: "b",
+			blocked: "Cannot disrupt Node: pod default/web-a would not schedule: no NodePool fits: too big"},
+		{name: "budget exhausted", budget: "0", blocked: "Cannot disrupt Node: no allowed disruptions for reason Drifted in nodepool default (disruption budget)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ncA, nodeA := testNode("a", "default", drifted)
+			ncB, nodeB := testNode("b", "default", drifted)
+			ncB.Status.Conditions[2].LastTransitionTime.Time = epoch.Add(1)
+			cluster, _ := loadCluster(t, testNodePool("default", budgets(karpv1.Budget{Nodes: tt.budget})), ncA, nodeA, ncB, nodeB,
+				testPod("web-a", "node-a"), testPod("web-b", "node-b"))
+			sim := &fakeSimulator{unschedulable: tt.unschedulable}
+			m := &Drift{Simulator: sim}
+			cands, _ := cluster.Candidates(m.Reason())
+			allowed, _ := cluster.Allowed(m.Reason(), epoch)
+			cmd, blocked, err := m.ComputeCommand(context.Background(), cluster, allowed, cands)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			if cmd != nil {
+				got = strings.Join(cmd.CandidateNames(), ",")
+				if cmd.Decision() != DecisionReplace || len(cmd.Replacements) != 1 {
+					t.Errorf("decision %s with %d replacements, want replace with 1", cmd.Decision(), len(cmd.Replacements))
+				}
+			}
+			if got != tt.want {
+				t.Errorf("command = %q, want %q", got, tt.want)
+			}
+			if tt.blocked != "" && (len(blocked) == 0 || blocked[0].Message != tt.blocked) {
+				t.Errorf("blocked = %+v, want first %q", blocked, tt.blocked)
+			}
+		})
+	}
+}
+
+func names(cands []*Candidate) []string {
+	out := make([]string, len(cands))
+	for i, c := range cands {
+		out[i] = c.Name()
+	}
+	return out
+}

@@ -1,0 +1,237 @@
+package disruption
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/simulation"
+	"github.com/joinery-dev/joinery/simulation/solver"
+)
+
+// Simulation is where the candidates' pods would go if the candidates were gone.
+type Simulation struct {
+	// Replacements are the new NodeClaims the candidates' pods need (unsaved).
+	Replacements []*karpv1.NodeClaim
+	// Destinations maps each candidate pod that fits somewhere to its destination.
+	Destinations map[types.UID]string
+	// Unschedulable maps each candidate pod that fits nowhere, not even on new capacity, to
+	// why.
+	Unschedulable map[types.UID]string
+}
+
+// Refusal returns why the simulation refuses the command ("" when every pod has a place),
+// naming the first pod that fits nowhere.
+func (s *Simulation) Refusal(cands []*Candidate) string {
+	for _, c := range cands {
+		for _, p := range c.Pods {
+			if why, ok := s.Unschedulable[p.UID]; ok {
+				return fmt.Sprintf("pod %s/%s would not schedule: %s", p.Namespace, p.Name, why)
+			}
+		}
+	}
+	return ""
+}
+
+// Simulator re-plans candidates' pods on the cluster without the candidates.
+type Simulator interface {
+	Simulate(ctx context.Context, c *Cluster, candidates []*Candidate) (*Simulation, error)
+}
+
+// DisruptionPlanner is the solver's entry point for disruption (solver.Solver implements it).
+type DisruptionPlanner interface {
+	PlanDisruption(ctx context.Context, pods []*corev1.Pod) (*simulation.Plan, error)
+}
+
+// SolverSimulator runs the provisioning solver — the real kube-scheduler Filters over the
+// cluster, launching NodeClaims and new capacity — on a view of the cluster in which the
+// candidates are gone and their pods are pending. Pending pods of the cluster are planned
+// with them (they compete for the same free capacity); only the candidates' pods decide.
+type SolverSimulator struct {
+	mu      sync.Mutex
+	planner DisruptionPlanner
+	view    *View
+}
+
+// NewSolverSimulator returns a simulator over planner, which must read its cluster state from
+// view (solver.Options.State = view).
+func NewSolverSimulator(planner DisruptionPlanner, view *View) *SolverSimulator {
+	return &SolverSimulator{planner: planner, view: view}
+}
+
+// Simulate implements Simulator.
+func (s *SolverSimulator) Simulate(ctx context.Context, c *Cluster, cands []*Candidate) (*Simulation, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	batch := s.view.set(c, cands)
+	defer s.view.set(nil, nil)
+	moving := sets.New[types.UID]()
+	for _, cand := range cands {
+		for _, p := range cand.Pods {
+			moving.Insert(p.UID)
+		}
+	}
+	if moving.Len() == 0 {
+		return &Simulation{Destinations: map[types.UID]string{}, Unschedulable: map[types.UID]string{}}, nil
+	}
+	plan, err := s.planner.PlanDisruption(ctx, batch)
+	if err != nil {
+		return nil, fmt.Errorf("simulating %d pods of %s: %w", moving.Len(), candidateList(cands), err)
+	}
+	out := &Simulation{Destinations: map[types.UID]string{}, Unschedulable: map[types.UID]string{}}
+	for uid, where := range plan.InFlight {
+		if moving.Has(uid) {
+			out.Destinations[uid] = where
+		}
+	}
+	for uid, why := range plan.Unschedulable {
+		if moving.Has(uid) {
+			out.Unschedulable[uid] = why
+		}
+	}
+	for _, planned := range plan.NewNodeClaims {
+		if !slices.ContainsFunc(planned.Pods, func(p *corev1.Pod) bool { return moving.Has(p.UID) }) {
+			continue // only pending pods: the Provisioner launches for those itself
+		}
+		label := fmt.Sprintf("replacement-%d", len(out.Replacements))
+		for _, p := range planned.Pods {
+			if moving.Has(p.UID) {
+				out.Destinations[p.UID] = label
+			}
+		}
+		out.Replacements = append(out.Replacements, planned.NodeClaim)
+	}
+	return out, nil
+}
+
+func candidateList(cands []*Candidate) string {
+	names := make([]string, len(cands))
+	for i, c := range cands {
+		names[i] = c.Name()
+	}
+	return strings.Join(names, ",")
+}
+
+// View is the solver's ClusterState during a simulation: the cluster without the candidates
+// (their Nodes and NodeClaims), without Nodes being deleted, with the candidates' pods as
+// unbound copies. Outside a simulation it is empty.
+type View struct {
+	mu         sync.Mutex
+	nodePools  []*karpv1.NodePool
+	nodeClaims []*karpv1.NodeClaim
+	nodes      []*corev1.Node
+	pods       []*corev1.Pod
+	daemonSets []*appsv1.DaemonSet
+}
+
+var _ solver.ClusterState = (*View)(nil)
+
+// set points the view at c without cands and returns the batch to plan: the candidates' pods
+// (unbound copies) and the cluster's pending pods.
+func (v *View) set(c *Cluster, cands []*Candidate) []*corev1.Pod {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.nodePools, v.nodeClaims, v.nodes, v.pods, v.daemonSets = nil, nil, nil, nil, nil
+	if c == nil {
+		return nil
+	}
+	removedClaims, removedNodes := sets.New[string](), sets.New[string]()
+	for _, cand := range cands {
+		removedClaims.Insert(cand.NodeClaim.Name)
+		removedNodes.Insert(cand.Node.Name)
+	}
+	for _, nc := range c.NodeClaims {
+		if removedClaims.Has(nc.Name) {
+			continue
+		}
+		if nc.DeletionTimestamp != nil {
+			if n := c.NodeOf[nc.Name]; n != nil {
+				removedNodes.Insert(n.Name)
+			}
+			continue
+		}
+		v.nodeClaims = append(v.nodeClaims, nc)
+	}
+	for _, n := range c.Nodes {
+		if n.DeletionTimestamp != nil {
+			removedNodes.Insert(n.Name)
+		}
+	}
+	for _, name := range sortedKeys(c.NodePools) {
+		v.nodePools = append(v.nodePools, c.NodePools[name])
+	}
+	for _, name := range sortedKeys(c.Nodes) {
+		if !removedNodes.Has(name) {
+			v.nodes = append(v.nodes, c.Nodes[name])
+		}
+	}
+	var batch []*corev1.Pod
+	for _, cand := range cands {
+		for _, p := range cand.Pods {
+			moved := p.DeepCopy()
+			moved.Spec.NodeName = ""
+			moved.Status = corev1.PodStatus{Phase: corev1.PodPending}
+			batch = append(batch, moved)
+		}
+	}
+	v.pods = append(v.pods, batch...)
+	for _, p := range c.Pods {
+		switch {
+		case isTerminal(p) || p.DeletionTimestamp != nil:
+		case p.Spec.NodeName == "":
+			v.pods = append(v.pods, p)
+			batch = append(batch, p)
+		case !removedNodes.Has(p.Spec.NodeName):
+			v.pods = append(v.pods, p)
+		}
+	}
+	v.daemonSets = c.DaemonSets
+	return batch
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func (v *View) NodePools(context.Context) ([]*karpv1.NodePool, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.nodePools, nil
+}
+
+func (v *View) NodeClaims(context.Context) ([]*karpv1.NodeClaim, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.nodeClaims, nil
+}
+
+func (v *View) Nodes(context.Context) ([]*corev1.Node, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.nodes, nil
+}
+
+func (v *View) Pods(context.Context) ([]*corev1.Pod, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.pods, nil
+}
+
+func (v *View) DaemonSets(context.Context) ([]*appsv1.DaemonSet, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.daemonSets, nil
+}

@@ -1,0 +1,224 @@
+package disruption
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/utils/ptr"
+
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/e2e/framework"
+)
+
+// TestScaleDownRemovesEmptyNodes: 30 pods get nodes; scaled to 3, the nodes left without pods
+// are deleted once consolidateAfter has passed, in parallel up to the budget, and every
+// NodeClaim left hosts a pod.
+func TestScaleDownRemovesEmptyNodes(t *testing.T) {
+	pool := framework.UniqueName("empty")
+	createNodePool(t, pool, `  disruption: {consolidateAfter: 10s, budgets: [{nodes: "100%"}]}`)
+	ns := env.Namespace(t)
+	createDeployment(t, ns, pool, "web", 30, "700m")
+	env.AwaitPods(t, ns, "app=web", 30, timeout, running)
+	before := len(mustNodeClaims(t, pool))
+	scale(t, ns, "web", 3)
+	pods := env.AwaitPods(t, ns, "app=web", 3, timeout, running)
+	hosting := sets.New[string]()
+	for _, p := range pods {
+		hosting.Insert(p.Spec.NodeName)
+	}
+	framework.Eventually(t, timeout, "only NodeClaims hosting pods left", func(ctx context.Context) (bool, error) {
+		ncs, err := nodeClaims(ctx, pool)
+		if err != nil {
+			return false, err
+		}
+		var extra []string
+		for _, nc := range ncs {
+			if !hosting.Has(nc.Status.NodeName) {
+				extra = append(extra, nc.Name)
+			}
+		}
+		if len(extra) > 0 {
+			return false, fmt.Errorf("NodeClaims without pods: %v", extra)
+		}
+		return true, nil
+	})
+	after := len(mustNodeClaims(t, pool))
+	t.Logf("30 pods on %d NodeClaims; 3 pods on %d", before, after)
+	if after >= before {
+		t.Errorf("NodeClaims %d → %d, want fewer", before, after)
+	}
+}
+
+// TestDriftReplacesEveryNodeClaimOneAtATime: the NodePool's template label changes, every
+// NodeClaim is replaced by one with the new label; with budgets [{nodes: "1"}] no more than
+// one NodeClaim of the NodePool is ever disrupting at once (sampled over the whole run), and
+// no candidate is deleted before its replacement is initialized.
+func TestDriftReplacesEveryNodeClaimOneAtATime(t *testing.T) {
+	pool := framework.UniqueName("drift")
+	createNodePool(t, pool, `  disruption: {consolidateAfter: Never, budgets: [{nodes: "1"}]}`)
+	ns := env.Namespace(t)
+	createDeployment(t, ns, pool, "web", 3, "500m", oneNodeEach)
+	env.AwaitPods(t, ns, "app=web", 3, timeout, running)
+	original := sets.New[string]()
+	for _, nc := range mustNodeClaims(t, pool) {
+		original.Insert(nc.Name)
+	}
+	w := watch(t, pool)
+	patchNodePool(t, pool, `{"spec": {"template": {"metadata": {"labels": {"joinery.dev/e2e-drift": "v2"}}}}}`)
+	framework.Eventually(t, 2*timeout, "every NodeClaim replaced", func(ctx context.Context) (bool, error) {
+		ncs, err := nodeClaims(ctx, pool)
+		if err != nil {
+			return false, err
+		}
+		for _, nc := range ncs {
+			if original.Has(nc.Name) || nc.Labels["joinery.dev/e2e-drift"] != "v2" {
+				return false, fmt.Errorf("%s not replaced yet", nc.Name)
+			}
+		}
+		return len(ncs) >= 3, nil
+	})
+	env.AwaitPods(t, ns, "app=web", 3, timeout, running)
+	w.stop()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t.Logf("NodeClaims %v replaced; at most %d disrupting at once; candidates %d", sets.List(original), w.maxDisrupting, len(w.seenCandidates))
+	if w.maxDisrupting > 1 {
+		t.Errorf("up to %d NodeClaims disrupting at once, budget is 1", w.maxDisrupting)
+	}
+	if len(w.deletedEarly) > 0 {
+		t.Errorf("deleted before their replacements were initialized: %v", w.deletedEarly)
+	}
+	if len(w.seenCandidates) == 0 {
+		t.Error("no disruption command was ever seen")
+	}
+}
+
+// TestExpiredNodeClaimIsReplaced: with expireAfter: 30s the NodeClaim is deleted once it
+// expires and its pod runs again on a new one.
+func TestExpiredNodeClaimIsReplaced(t *testing.T) {
+	pool := framework.UniqueName("expire")
+	createNodePool(t, pool, `  disruption: {consolidateAfter: Never}`)
+	patchNodePool(t, pool, `{"spec": {"template": {"spec": {"expireAfter": "30s"}}}}`)
+	ns := env.Namespace(t)
+	createDeployment(t, ns, pool, "web", 1, "500m")
+	env.AwaitPods(t, ns, "app=web", 1, timeout, running)
+	first := mustNodeClaims(t, pool)
+	if len(first) != 1 {
+		t.Fatalf("NodeClaims = %d, want 1", len(first))
+	}
+	framework.Eventually(t, timeout, "expired NodeClaim replaced", func(ctx context.Context) (bool, error) {
+		ncs, err := nodeClaims(ctx, pool)
+		if err != nil {
+			return false, err
+		}
+		for _, nc := range ncs {
+			if nc.Name == first[0].Name {
+				return false, fmt.Errorf("%s still there", nc.Name)
+			}
+		}
+		return len(ncs) > 0, nil
+	})
+	env.AwaitPods(t, ns, "app=web", 1, timeout, func(p corev1.Pod) error {
+		if err := running(p); err != nil {
+			return err
+		}
+		if p.Spec.NodeName == first[0].Status.NodeName {
+			return fmt.Errorf("still on the expired node")
+		}
+		return nil
+	})
+}
+
+// TestDoNotDisruptNodeAndBlockingPDBKeepTheirNodes: the NodePool drifts, but the node
+// annotated karpenter.sh/do-not-disrupt and the node whose pod a PDB protects stay, each with
+// a DisruptionBlocked event naming why.
+func TestDoNotDisruptNodeAndBlockingPDBKeepTheirNodes(t *testing.T) {
+	pool := framework.UniqueName("blocked")
+	createNodePool(t, pool, `  disruption: {consolidateAfter: Never, budgets: [{nodes: "100%"}]}`)
+	ns := env.Namespace(t)
+	createDeployment(t, ns, pool, "pinned", 1, "500m", oneNodeEach)
+	createDeployment(t, ns, pool, "guarded", 1, "500m", oneNodeEach, func(d *appsv1.Deployment) {
+		// keep it off the pinned pod's node
+		d.Spec.Template.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution = append(
+			d.Spec.Template.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution,
+			corev1.PodAffinityTerm{TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "pinned"}}})
+	})
+	pinned := env.AwaitPods(t, ns, "app=pinned", 1, timeout, running)[0]
+	guarded := env.AwaitPods(t, ns, "app=guarded", 1, timeout, running)[0]
+	if pinned.Spec.NodeName == guarded.Spec.NodeName {
+		t.Fatalf("both pods on %s", pinned.Spec.NodeName)
+	}
+	annotation := fmt.Sprintf(`{"metadata": {"annotations": {%q: "true"}}}`, karpv1.DoNotDisruptAnnotationKey)
+	if _, err := env.Client.CoreV1().Nodes().Patch(t.Context(), pinned.Spec.NodeName, types.MergePatchType, []byte(annotation), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "guarded", Namespace: ns}, Spec: policyv1.PodDisruptionBudgetSpec{
+		MaxUnavailable: ptr.To(intstr.FromInt32(0)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "guarded"}}}}
+	if _, err := env.Client.PolicyV1().PodDisruptionBudgets(ns).Create(t.Context(), pdb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	before := mustNodeClaims(t, pool)
+	patchNodePool(t, pool, `{"spec": {"template": {"metadata": {"labels": {"joinery.dev/e2e-drift": "v2"}}}}}`)
+
+	awaitBlockedEvent(t, pinned.Spec.NodeName, "node is annotated with karpenter.sh/do-not-disrupt")
+	awaitBlockedEvent(t, guarded.Spec.NodeName, fmt.Sprintf("pdb %s/guarded prevents pod evictions", ns))
+	// A few more passes of the loop: still nothing disrupted.
+	time.Sleep(15 * time.Second)
+	after := mustNodeClaims(t, pool)
+	if len(after) != len(before) {
+		t.Fatalf("NodeClaims %d → %d", len(before), len(after))
+	}
+	for i := range after {
+		if after[i].Name != before[i].Name || after[i].DeletionTimestamp != nil {
+			t.Errorf("NodeClaim %s disrupted", before[i].Name)
+		}
+	}
+}
+
+// TestNodeRepairReplacesUnknownNode: with NodeRepair on (TestMain), a node whose kubelet
+// stops reporting (kwok lets go of it, so its Ready goes Unknown) is replaced once Unknown
+// for longer than the (shortened) toleration; its pod runs on a new node.
+func TestNodeRepairReplacesUnknownNode(t *testing.T) {
+	pool := framework.UniqueName("repair")
+	createNodePool(t, pool, `  disruption: {consolidateAfter: Never}`)
+	ns := env.Namespace(t)
+	createDeployment(t, ns, pool, "web", 1, "500m")
+	pod := env.AwaitPods(t, ns, "app=web", 1, timeout, running)[0]
+	first := mustNodeClaims(t, pool)[0]
+	// Stop kwok standing in for the kubelet: the node lease is no longer renewed and
+	// kube-controller-manager marks the node's Ready Unknown.
+	if _, err := env.Client.CoreV1().Nodes().Patch(t.Context(), pod.Spec.NodeName, types.MergePatchType,
+		[]byte(`{"metadata": {"annotations": {"kwok.x-k8s.io/node": null}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 2*timeout, "unhealthy NodeClaim replaced", func(ctx context.Context) (bool, error) {
+		ncs, err := nodeClaims(ctx, pool)
+		if err != nil {
+			return false, err
+		}
+		for _, nc := range ncs {
+			if nc.Name == first.Name {
+				return false, fmt.Errorf("%s still there (deleting: %t)", nc.Name, nc.DeletionTimestamp != nil)
+			}
+		}
+		return true, nil
+	})
+	env.AwaitPods(t, ns, "app=web", 1, timeout, func(p corev1.Pod) error {
+		if err := running(p); err != nil {
+			return err
+		}
+		if p.Spec.NodeName == pod.Spec.NodeName {
+			return fmt.Errorf("still on the unhealthy node")
+		}
+		return nil
+	})
+}

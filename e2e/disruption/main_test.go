@@ -1,0 +1,24 @@
+// Package disruption is the e2e suite of the disruption controllers on the local cluster with
+// the kwok provider: empty nodes removed after a scale-down, drifted NodeClaims replaced with
+// their pods moved first and never more disrupting at once than the budget allows, expired
+// NodeClaims replaced, do-not-disrupt nodes and blocking PDBs keeping their nodes with the
+// DisruptionBlocked event naming why, and node repair replacing a node whose Ready went
+// Unknown.
+package disruption
+
+import (
+	"os"
+	"testing"
+
+	"github.com/joinery-dev/joinery/e2e/framework"
+)
+
+var env *framework.Env
+
+func TestMain(m *testing.M) {
+	// The local cluster's processes inherit the environment: node repair on, with a short
+	// toleration so a node Unknown for 15 s is repaired (the documented one is 30 minutes).
+	os.Setenv("FEATURE_GATES", "NodeRepair=true")
+	os.Setenv("REPAIR_TOLERATION", "15s")
+	os.Exit(framework.Main(m, &env))
+}
