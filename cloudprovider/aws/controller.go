@@ -40,7 +40,8 @@ type Options struct {
 	// Unavailable is the cluster-wide record of offerings refused for capacity, which the
 	// NodeClaim lifecycle controller writes and the scheduler plugin reads.
 	Unavailable awsprovider.UnavailableOfferings
-	// Recorder records the EC2NodeClass controller's events.
+	// Recorder records the EC2NodeClass controller's events; nil: the manager's recorder for
+	// Karpenter's event source ("karpenter").
 	Recorder events.EventRecorder
 }
 
@@ -58,6 +59,9 @@ func New(ctx context.Context, mgr ctrl.Manager, opts Options) (*awsprovider.Prov
 	settings := opts.Settings
 	if err := settings.Validate(true); err != nil {
 		return nil, err
+	}
+	if opts.Recorder == nil {
+		opts.Recorder = mgr.GetEventRecorder(interruption.EventSource)
 	}
 	log := ctrl.Log.WithName("aws")
 	cluster, err := clusterInfo(ctx, mgr.GetConfig(), mgr.GetAPIReader(), settings)
