@@ -345,3 +345,17 @@ func TestNodePoolsOfNodeClass(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func TestNewRefusesNodeClassesTheSchemeLacks(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).Build()
+	if _, err := New(c, kwokKinds, nil); err == nil || !strings.Contains(err.Error(), "KWOKNodeClass") {
+		t.Errorf("New with a node class the scheme does not know = %v, want an error naming it", err)
+	}
+	if _, err := New(newClient(t, &writeCounter{}), kwokKinds, nil); err != nil {
+		t.Errorf("New = %v", err)
+	}
+}
