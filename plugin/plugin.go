@@ -34,6 +34,7 @@ type Plugin struct {
 	pods      corelisters.PodLister
 	nodeInfos func() fwk.NodeInfoLister // the cycle's snapshot, for PostFilter messages
 	activator fwk.PodActivator
+	nominator fwk.PodNominator
 	recorder  events.EventRecorder
 	client    client.Client
 	// planner is nil when no solver is registered: pods are then only reported as pending.
@@ -69,6 +70,7 @@ type dependencies struct {
 	pods      corelisters.PodLister
 	nodeInfos func() fwk.NodeInfoLister
 	activator fwk.PodActivator
+	nominator fwk.PodNominator
 	recorder  events.EventRecorder
 	client    client.Client
 	planner   simulation.Planner
@@ -87,6 +89,7 @@ func newPlugin(ctx context.Context, args ProvisionerArgs, profile string, deps d
 		pods:          deps.pods,
 		nodeInfos:     deps.nodeInfos,
 		activator:     deps.activator,
+		nominator:     deps.nominator,
 		recorder:      deps.recorder,
 		client:        deps.client,
 		planner:       deps.planner,
@@ -123,7 +126,25 @@ func (p *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *corev1.P
 	rejectedBy := p.pinnedNodeRejection(pod.UID, statuses)
 	msg, retry := p.admit(ctx, pod, filterReasons(statuses, nodes), rejectedBy, true)
 	p.activateUIDs(ctx, retry...)
-	return nil, fwk.NewStatus(fwk.Unschedulable, msg)
+	return p.nomination(pod), fwk.NewStatus(fwk.Unschedulable, msg)
+}
+
+// nomination is what PostFilter tells kube-scheduler about the node pod is pinned to. A pod
+// waiting for a registered node is nominated to it, so kube-scheduler counts it there when it
+// filters other pods (of no higher priority): they do not take the capacity planned for it,
+// and topology spread and pod affinity count it in its node's domains. A pod pinned to no
+// node clears any nomination (its plan was dropped).
+func (p *Plugin) nomination(pod *corev1.Pod) *fwk.PostFilterResult {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	node := ""
+	if nodeClaim, ok := p.waits.nodeClaimFor(pod.UID); ok {
+		node = p.launches[nodeClaim].nodeName
+	}
+	if node == "" && pod.Status.NominatedNodeName == "" {
+		return nil
+	}
+	return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatedNodeName: node, NominatingMode: fwk.ModeOverride}}
 }
 
 // admit records that pod needs capacity and returns the message describing its state, and

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -586,4 +587,58 @@ func deleting(nc *karpv1.NodeClaim) *karpv1.NodeClaim {
 	now := metav1.Now()
 	nc.DeletionTimestamp = &now
 	return nc
+}
+
+// recordingNominator records the nominations the plugin makes.
+type recordingNominator struct {
+	mu        sync.Mutex
+	nominated map[string]string // pod name to node
+}
+
+func (n *recordingNominator) AddNominatedPod(_ klog.Logger, pod fwk.PodInfo, info *fwk.NominatingInfo) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.nominated[pod.GetPod().Name] = info.NominatedNodeName
+}
+func (n *recordingNominator) DeleteNominatedPodIfExists(*corev1.Pod)                  {}
+func (n *recordingNominator) UpdateNominatedPod(klog.Logger, *corev1.Pod, fwk.PodInfo) {}
+func (n *recordingNominator) NominatedPodsForNode(string) []fwk.PodInfo                { return nil }
+
+// TestPlannedPodsNominatedToTheirNode: once a NodeClaim's node registers, its waiting pods are
+// nominated there (kube-scheduler then keeps other pods off the capacity planned for them),
+// PostFilter keeps the nomination, and a pod planned again has it cleared.
+func TestPlannedPodsNominatedToTheirNode(t *testing.T) {
+	a, b := testPod("ns", "a"), testPod("ns", "b")
+	env := newTestPlugin(t, true, a, b)
+	p := env.plugin
+	nominator := &recordingNominator{nominated: map[string]string{}}
+	p.nominator = nominator
+	postFilterMessage(t, p, a) // the plugin has seen the pods
+	postFilterMessage(t, p, b)
+	p.nominate(1, "default-a", []*corev1.Pod{a, b})
+	p.observeNodeClaim(t.Context(), &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-a"}})
+	if len(nominator.nominated) != 0 {
+		t.Errorf("nominated %v before the node registered", nominator.nominated)
+	}
+	p.observeNodeClaim(t.Context(), &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-a"}, Status: karpv1.NodeClaimStatus{NodeName: "node-a"}})
+	if want := map[string]string{"a": "node-a", "b": "node-a"}; !maps.Equal(nominator.nominated, want) {
+		t.Errorf("nominated %v, want %v", nominator.nominated, want)
+	}
+
+	result, _ := p.PostFilter(t.Context(), framework.NewCycleState(), a, nil)
+	if result == nil || result.NominatingInfo == nil || result.NominatedNodeName != "node-a" || result.Mode() != fwk.ModeOverride {
+		t.Errorf("PostFilter of a pod waiting for a registered node returned %+v, want it nominated to node-a", result)
+	}
+
+	// Its node is initialized and rejects it for good: planned again, nomination cleared.
+	initialized := []metav1.Condition{{Type: karpv1.ConditionTypeInitialized, Status: metav1.ConditionTrue}}
+	p.observeNodeClaim(t.Context(), &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-a"}, Status: karpv1.NodeClaimStatus{NodeName: "node-a", Conditions: initialized}})
+	statuses := framework.NewDefaultNodeToStatus()
+	statuses.Set("node-a", fwk.NewStatus(fwk.Unschedulable, "Insufficient cpu").WithPlugin("NodeResourcesFit"))
+	nominatedA := a.DeepCopy()
+	nominatedA.Status.NominatedNodeName = "node-a"
+	result, _ = p.PostFilter(t.Context(), framework.NewCycleState(), nominatedA, statuses)
+	if result == nil || result.NominatingInfo == nil || result.NominatedNodeName != "" || result.Mode() != fwk.ModeOverride {
+		t.Errorf("PostFilter of a pod planned again returned %+v, want its nomination cleared", result)
+	}
 }
