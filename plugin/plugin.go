@@ -54,6 +54,7 @@ type Plugin struct {
 	plans         *planBook                          // which pods were planned together
 	held          map[types.UID]time.Time            // pods keeping a rejected pin (see holdPin), since when
 	written       map[string]sets.Set[types.UID]     // NodeClaim writes the informer does not show yet
+	claimedBy     map[types.UID]string               // planned-pods annotation entries of launching NodeClaims
 	quarantined   map[types.UID]time.Time            // pods of a batch whose planning panicked, until when
 }
 
@@ -103,6 +104,7 @@ func newPlugin(ctx context.Context, args ProvisionerArgs, profile string, deps d
 		plans:         newPlanBook(),
 		held:          map[types.UID]time.Time{},
 		written:       map[string]sets.Set[types.UID]{},
+		claimedBy:     map[types.UID]string{},
 		quarantined:   map[types.UID]time.Time{},
 		ctx:           ctx,
 	}
@@ -155,6 +157,7 @@ func (p *Plugin) admit(ctx context.Context, pod *corev1.Pod, reasons, rejectedBy
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.refs[pod.UID] = types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+	p.adoptClaim(pod.UID)
 	var retry []types.UID
 	if nodeClaim, ok := p.waits.nodeClaimFor(pod.UID); ok {
 		if !p.launches[nodeClaim].initialized {
@@ -268,6 +271,7 @@ func (p *Plugin) forget(ctx context.Context, uid types.UID) {
 		retry = p.heldAffectedBy(uid)
 	}
 	p.plans.forget(uid)
+	delete(p.claimedBy, uid)
 	delete(p.quarantined, uid)
 	delete(p.unschedulable, uid)
 	delete(p.refs, uid)

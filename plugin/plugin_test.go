@@ -600,7 +600,7 @@ func (n *recordingNominator) AddNominatedPod(_ klog.Logger, pod fwk.PodInfo, inf
 	defer n.mu.Unlock()
 	n.nominated[pod.GetPod().Name] = info.NominatedNodeName
 }
-func (n *recordingNominator) DeleteNominatedPodIfExists(*corev1.Pod)                  {}
+func (n *recordingNominator) DeleteNominatedPodIfExists(*corev1.Pod)                   {}
 func (n *recordingNominator) UpdateNominatedPod(klog.Logger, *corev1.Pod, fwk.PodInfo) {}
 func (n *recordingNominator) NominatedPodsForNode(string) []fwk.PodInfo                { return nil }
 
@@ -640,5 +640,35 @@ func TestPlannedPodsNominatedToTheirNode(t *testing.T) {
 	result, _ = p.PostFilter(t.Context(), framework.NewCycleState(), nominatedA, statuses)
 	if result == nil || result.NominatingInfo == nil || result.NominatedNodeName != "" || result.Mode() != fwk.ModeOverride {
 		t.Errorf("PostFilter of a pod planned again returned %+v, want its nomination cleared", result)
+	}
+}
+
+// TestPlannedPodsAnnotationTrust (issue 17, defect 9): a NodeClaim's planned-pods annotation
+// holds back only pods of a schedulerName the plugin serves, also when the NodeClaim is seen
+// before the pod.
+func TestPlannedPodsAnnotationTrust(t *testing.T) {
+	served, later, foreign := testPod("ns", "served"), testPod("ns", "later"), testPod("ns", "foreign")
+	foreign.Spec.SchedulerName = "someone-else"
+	foreign.Status.Conditions = []corev1.PodCondition{unschedulableCondition("0/3 nodes are available")}
+	env := newTestPlugin(t, true, served, later, foreign)
+	p := env.plugin
+	p.observePod(t.Context(), served)
+	p.observePod(t.Context(), foreign)
+
+	nc := withPlanned("default-a", served.UID, later.UID, foreign.UID)
+	p.observeNodeClaim(t.Context(), nc)
+	p.observePod(t.Context(), later) // seen after the NodeClaim
+
+	for pod, want := range map[*corev1.Pod]bool{served: true, later: true, foreign: false} {
+		if _, waits := p.waits.nodeClaimFor(pod.UID); waits != want {
+			t.Errorf("%s waits for the NodeClaim = %v, want %v", pod.Name, waits, want)
+		}
+	}
+
+	// Once the NodeClaim is gone its entries are forgotten: a pod seen afterwards is free.
+	p.nodeClaimHandler(t.Context()).OnDelete(nc)
+	p.observePod(t.Context(), later)
+	if _, waits := p.waits.nodeClaimFor(later.UID); waits {
+		t.Error("a pod waits for a deleted NodeClaim")
 	}
 }

@@ -59,6 +59,7 @@ func (p *Plugin) observePod(ctx context.Context, obj any) {
 	}
 	p.mu.Lock()
 	p.refs[pod.UID] = types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+	p.adoptClaim(pod.UID)
 	p.mu.Unlock()
 }
 
@@ -132,6 +133,9 @@ func (p *Plugin) observeNodeClaim(ctx context.Context, obj any) {
 		p.nominateToNode(ctx, nc.Status.NodeName, p.waitingFor(nc.Name))
 	}
 	if initialized {
+		p.mu.Lock()
+		p.dropClaims(nc.Name)
+		p.mu.Unlock()
 		// The pods keep waiting, held to this node by PreFilter: retry them now.
 		if !before.initialized {
 			p.activate(ctx, nc.Name, p.waitingFor(nc.Name))
@@ -145,17 +149,44 @@ func (p *Plugin) observeNodeClaim(ctx context.Context, obj any) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, uid := range planned {
-		if current, ok := p.waits.nodeClaimFor(uid); ok && current == nc.Name {
-			continue
+		p.claimedBy[uid] = nc.Name
+		p.adoptClaim(uid)
+	}
+}
+
+// adoptClaim makes uid wait for the launching NodeClaim whose planned-pods annotation lists
+// it — but only once uid is known as a pod of a schedulerName this plugin serves (p.refs):
+// anyone able to patch a NodeClaim could otherwise hold arbitrary pods back. A pod seen after
+// the NodeClaim is adopted when it is seen. Callers hold p.mu.
+func (p *Plugin) adoptClaim(uid types.UID) {
+	nodeClaim, claimed := p.claimedBy[uid]
+	if !claimed {
+		return
+	}
+	if _, served := p.refs[uid]; !served {
+		return
+	}
+	if current, ok := p.waits.nodeClaimFor(uid); ok && current == nodeClaim {
+		return
+	}
+	p.waits.assign(nodeClaim, uid)
+	p.pending.remove(uid)
+}
+
+// dropClaims forgets the annotation entries of nodeClaim (it is gone or no longer launching).
+// Callers hold p.mu.
+func (p *Plugin) dropClaims(nodeClaim string) {
+	for uid, name := range p.claimedBy {
+		if name == nodeClaim {
+			delete(p.claimedBy, uid)
 		}
-		p.waits.assign(nc.Name, uid)
-		p.pending.remove(uid)
 	}
 }
 
 // release ends the waits for nodeClaim and moves the pods that waited to the active queue.
 func (p *Plugin) release(ctx context.Context, nodeClaim string) {
 	p.mu.Lock()
+	p.dropClaims(nodeClaim)
 	uids := p.waits.forgetNodeClaim(nodeClaim)
 	for _, uid := range uids {
 		delete(p.held, uid)
