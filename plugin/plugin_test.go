@@ -672,3 +672,38 @@ func TestPlannedPodsAnnotationTrust(t *testing.T) {
 		t.Error("a pod waits for a deleted NodeClaim")
 	}
 }
+
+// TestHoldCountsPodsInFlightWhenPlanned: a plan relies on the pods that were on their way to
+// other NodeClaims when it was made (the solver counted them in their zones), so a pod of it
+// rejected by PodTopologySpread keeps its pin while one of those still waits, and is retried
+// when it is placed.
+func TestHoldCountsPodsInFlightWhenPlanned(t *testing.T) {
+	pod, earlier := testPod("ns", "pod"), testPod("ns", "earlier")
+	env := newTestPlugin(t, true, pod, earlier)
+	p := env.plugin
+	postFilterMessage(t, p, pod)
+	postFilterMessage(t, p, earlier)
+	p.nominate(p.plans.begin(nil), "default-earlier", []*corev1.Pod{earlier})
+	p.nominate(p.plans.begin(sets.New(earlier.UID)), "default-a", []*corev1.Pod{pod})
+	initialized := []metav1.Condition{{Type: karpv1.ConditionTypeInitialized, Status: metav1.ConditionTrue}}
+	p.observeNodeClaim(t.Context(), &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-a"}, Status: karpv1.NodeClaimStatus{NodeName: "node-a", Conditions: initialized}})
+	env.activator.reset()
+
+	statuses := framework.NewDefaultNodeToStatus()
+	statuses.Set("node-a", fwk.NewStatus(fwk.Unschedulable, "spread").WithPlugin("PodTopologySpread"))
+	p.PostFilter(t.Context(), framework.NewCycleState(), pod, statuses)
+	if _, waits := p.waits.nodeClaimFor(pod.UID); !waits || p.pending.has(pod.UID) {
+		t.Fatal("the pod was planned again while a pod its plan counted on was still on its way")
+	}
+	p.Reserve(t.Context(), framework.NewCycleState(), earlier, "node-earlier")
+	if err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return slices.Contains(env.activator.keys(), "ns/pod"), nil
+	}); err != nil {
+		t.Fatalf("the held pod was not retried when the pod its plan counted on was placed: %v", err)
+	}
+	// Nothing of its plan is on its way any more: a rejection now is final.
+	p.PostFilter(t.Context(), framework.NewCycleState(), pod, statuses)
+	if !p.pending.has(pod.UID) {
+		t.Error("the pod keeps its pin though nothing its plan counted on is on its way")
+	}
+}
