@@ -42,6 +42,12 @@ verify: generate ## Fail when generated files are stale, code is not gofmt'ed, g
 test: tools build ## Unit, integration and e2e tests (what CI runs); integration and e2e tests start real clusters on 127.0.0.1
 	$(GO) test -count=1 $(TEST_FLAGS) ./...
 
+# The race detector over the unit and integration packages; the e2e suites run the bin/
+# binaries in processes of their own, which it cannot see.
+.PHONY: test-race
+test-race: tools ## Unit and integration tests under the race detector (what CI runs after make test)
+	$(GO) test -race -count=1 $(TEST_FLAGS) $$($(GO) list ./... | grep -v /e2e/)
+
 LOCALCLUSTER := .local/bin/localcluster
 # joinery's cloud provider on the local cluster: kwok, or aws (the AWS emulator).
 CLOUD_PROVIDER ?= kwok

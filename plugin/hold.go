@@ -25,7 +25,9 @@ import (
 //     on nodes that may not be up yet (a zone spread whose first zone came up first). While
 //     another pod of the same plan is still on its way, the rejection is the plan half built,
 //     not the plan wrong: the pod keeps its pin and is retried whenever a pod of its plan is
-//     placed or released. Re-planning it would buy a second node and leave the first empty.
+//     placed or released. A plan's pods are the batch's and those that were still on their
+//     way to other NodeClaims when it was made: the solver counted them where they were
+//     planned. Re-planning it would buy a second node and leave the first empty.
 //     The hold ends when no other pod of its plan is still on its way, or PlanHoldDuration
 //     after it began; then the pod is planned again.
 //
@@ -48,15 +50,22 @@ type planBook struct {
 	next   uint64
 	planOf map[types.UID]uint64
 	podsOf map[uint64]sets.Set[types.UID]
+	// inFlight are, per plan, the pods that waited for other NodeClaims when it was made: the
+	// solver counted them where they were planned (zones, hostnames), so the plan relies on
+	// them arriving as much as on its own pods.
+	inFlight map[uint64]sets.Set[types.UID]
 }
 
 func newPlanBook() *planBook {
-	return &planBook{planOf: map[types.UID]uint64{}, podsOf: map[uint64]sets.Set[types.UID]{}}
+	return &planBook{planOf: map[types.UID]uint64{}, podsOf: map[uint64]sets.Set[types.UID]{}, inFlight: map[uint64]sets.Set[types.UID]{}}
 }
 
-// begin returns the id of a new plan.
-func (b *planBook) begin() uint64 {
+// begin returns the id of a new plan made while the pods in inFlight waited for NodeClaims.
+func (b *planBook) begin(inFlight sets.Set[types.UID]) uint64 {
 	b.next++
+	if inFlight.Len() > 0 {
+		b.inFlight[b.next] = inFlight
+	}
 	return b.next
 }
 
@@ -78,8 +87,13 @@ func (b *planBook) siblings(uid types.UID) ([]types.UID, bool) {
 	if !ok {
 		return nil, false
 	}
-	out := make([]types.UID, 0, b.podsOf[plan].Len())
+	out := make([]types.UID, 0, b.podsOf[plan].Len()+b.inFlight[plan].Len())
 	for other := range b.podsOf[plan] {
+		if other != uid {
+			out = append(out, other)
+		}
+	}
+	for other := range b.inFlight[plan] {
 		if other != uid {
 			out = append(out, other)
 		}
@@ -96,6 +110,7 @@ func (b *planBook) forget(uid types.UID) {
 	b.podsOf[plan].Delete(uid)
 	if b.podsOf[plan].Len() == 0 {
 		delete(b.podsOf, plan)
+		delete(b.inFlight, plan)
 	}
 }
 
@@ -207,18 +222,12 @@ func (p *Plugin) heldAffectedBy(uids ...types.UID) []types.UID {
 	if len(p.held) == 0 || len(uids) == 0 {
 		return nil
 	}
-	plans := sets.New[uint64]()
-	for _, uid := range uids {
-		if plan, ok := p.plans.planOf[uid]; ok {
-			plans.Insert(plan)
-		} else {
-			plans.Insert(0) // a pod of no known plan may be anyone's sibling
-		}
-	}
+	gone := sets.New(uids...)
 	var out []types.UID
 	for held := range p.held {
-		plan, ok := p.plans.planOf[held]
-		if !ok || plans.Has(0) || plans.Has(plan) {
+		siblings, known := p.plans.siblings(held)
+		// A pod of no known plan counts every waiting pod as its plan.
+		if !known || slices.ContainsFunc(siblings, gone.Has) {
 			out = append(out, held)
 		}
 	}

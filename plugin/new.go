@@ -84,6 +84,7 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin
 			return nil
 		},
 		activator: handle,
+		nominator: handle,
 		recorder:  handle.EventRecorder(),
 		client:    c,
 		planner:   planner,

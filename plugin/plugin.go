@@ -34,6 +34,7 @@ type Plugin struct {
 	pods      corelisters.PodLister
 	nodeInfos func() fwk.NodeInfoLister // the cycle's snapshot, for PostFilter messages
 	activator fwk.PodActivator
+	nominator fwk.PodNominator
 	recorder  events.EventRecorder
 	client    client.Client
 	// planner is nil when no solver is registered: pods are then only reported as pending.
@@ -53,6 +54,7 @@ type Plugin struct {
 	plans         *planBook                          // which pods were planned together
 	held          map[types.UID]time.Time            // pods keeping a rejected pin (see holdPin), since when
 	written       map[string]sets.Set[types.UID]     // NodeClaim writes the informer does not show yet
+	claimedBy     map[types.UID]string               // planned-pods annotation entries of launching NodeClaims
 	quarantined   map[types.UID]time.Time            // pods of a batch whose planning panicked, until when
 }
 
@@ -69,6 +71,7 @@ type dependencies struct {
 	pods      corelisters.PodLister
 	nodeInfos func() fwk.NodeInfoLister
 	activator fwk.PodActivator
+	nominator fwk.PodNominator
 	recorder  events.EventRecorder
 	client    client.Client
 	planner   simulation.Planner
@@ -87,6 +90,7 @@ func newPlugin(ctx context.Context, args ProvisionerArgs, profile string, deps d
 		pods:          deps.pods,
 		nodeInfos:     deps.nodeInfos,
 		activator:     deps.activator,
+		nominator:     deps.nominator,
 		recorder:      deps.recorder,
 		client:        deps.client,
 		planner:       deps.planner,
@@ -100,6 +104,7 @@ func newPlugin(ctx context.Context, args ProvisionerArgs, profile string, deps d
 		plans:         newPlanBook(),
 		held:          map[types.UID]time.Time{},
 		written:       map[string]sets.Set[types.UID]{},
+		claimedBy:     map[types.UID]string{},
 		quarantined:   map[types.UID]time.Time{},
 		ctx:           ctx,
 	}
@@ -123,7 +128,25 @@ func (p *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *corev1.P
 	rejectedBy := p.pinnedNodeRejection(pod.UID, statuses)
 	msg, retry := p.admit(ctx, pod, filterReasons(statuses, nodes), rejectedBy, true)
 	p.activateUIDs(ctx, retry...)
-	return nil, fwk.NewStatus(fwk.Unschedulable, msg)
+	return p.nomination(pod), fwk.NewStatus(fwk.Unschedulable, msg)
+}
+
+// nomination is what PostFilter tells kube-scheduler about the node pod is pinned to. A pod
+// waiting for a registered node is nominated to it, so kube-scheduler counts it there when it
+// filters other pods (of no higher priority): they do not take the capacity planned for it,
+// and topology spread and pod affinity count it in its node's domains. A pod pinned to no
+// node clears any nomination (its plan was dropped).
+func (p *Plugin) nomination(pod *corev1.Pod) *fwk.PostFilterResult {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	node := ""
+	if nodeClaim, ok := p.waits.nodeClaimFor(pod.UID); ok {
+		node = p.launches[nodeClaim].nodeName
+	}
+	if node == "" && pod.Status.NominatedNodeName == "" {
+		return nil
+	}
+	return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatedNodeName: node, NominatingMode: fwk.ModeOverride}}
 }
 
 // admit records that pod needs capacity and returns the message describing its state, and
@@ -134,6 +157,7 @@ func (p *Plugin) admit(ctx context.Context, pod *corev1.Pod, reasons, rejectedBy
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.refs[pod.UID] = types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+	p.adoptClaim(pod.UID)
 	var retry []types.UID
 	if nodeClaim, ok := p.waits.nodeClaimFor(pod.UID); ok {
 		if !p.launches[nodeClaim].initialized {
@@ -247,6 +271,7 @@ func (p *Plugin) forget(ctx context.Context, uid types.UID) {
 		retry = p.heldAffectedBy(uid)
 	}
 	p.plans.forget(uid)
+	delete(p.claimedBy, uid)
 	delete(p.quarantined, uid)
 	delete(p.unschedulable, uid)
 	delete(p.refs, uid)

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -586,4 +587,123 @@ func deleting(nc *karpv1.NodeClaim) *karpv1.NodeClaim {
 	now := metav1.Now()
 	nc.DeletionTimestamp = &now
 	return nc
+}
+
+// recordingNominator records the nominations the plugin makes.
+type recordingNominator struct {
+	mu        sync.Mutex
+	nominated map[string]string // pod name to node
+}
+
+func (n *recordingNominator) AddNominatedPod(_ klog.Logger, pod fwk.PodInfo, info *fwk.NominatingInfo) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.nominated[pod.GetPod().Name] = info.NominatedNodeName
+}
+func (n *recordingNominator) DeleteNominatedPodIfExists(*corev1.Pod)                   {}
+func (n *recordingNominator) UpdateNominatedPod(klog.Logger, *corev1.Pod, fwk.PodInfo) {}
+func (n *recordingNominator) NominatedPodsForNode(string) []fwk.PodInfo                { return nil }
+
+// TestPlannedPodsNominatedToTheirNode: once a NodeClaim's node registers, its waiting pods are
+// nominated there (kube-scheduler then keeps other pods off the capacity planned for them),
+// PostFilter keeps the nomination, and a pod planned again has it cleared.
+func TestPlannedPodsNominatedToTheirNode(t *testing.T) {
+	a, b := testPod("ns", "a"), testPod("ns", "b")
+	env := newTestPlugin(t, true, a, b)
+	p := env.plugin
+	nominator := &recordingNominator{nominated: map[string]string{}}
+	p.nominator = nominator
+	postFilterMessage(t, p, a) // the plugin has seen the pods
+	postFilterMessage(t, p, b)
+	p.nominate(1, "default-a", []*corev1.Pod{a, b})
+	p.observeNodeClaim(t.Context(), &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-a"}})
+	if len(nominator.nominated) != 0 {
+		t.Errorf("nominated %v before the node registered", nominator.nominated)
+	}
+	p.observeNodeClaim(t.Context(), &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-a"}, Status: karpv1.NodeClaimStatus{NodeName: "node-a"}})
+	if want := map[string]string{"a": "node-a", "b": "node-a"}; !maps.Equal(nominator.nominated, want) {
+		t.Errorf("nominated %v, want %v", nominator.nominated, want)
+	}
+
+	result, _ := p.PostFilter(t.Context(), framework.NewCycleState(), a, nil)
+	if result == nil || result.NominatingInfo == nil || result.NominatedNodeName != "node-a" || result.Mode() != fwk.ModeOverride {
+		t.Errorf("PostFilter of a pod waiting for a registered node returned %+v, want it nominated to node-a", result)
+	}
+
+	// Its node is initialized and rejects it for good: planned again, nomination cleared.
+	initialized := []metav1.Condition{{Type: karpv1.ConditionTypeInitialized, Status: metav1.ConditionTrue}}
+	p.observeNodeClaim(t.Context(), &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-a"}, Status: karpv1.NodeClaimStatus{NodeName: "node-a", Conditions: initialized}})
+	statuses := framework.NewDefaultNodeToStatus()
+	statuses.Set("node-a", fwk.NewStatus(fwk.Unschedulable, "Insufficient cpu").WithPlugin("NodeResourcesFit"))
+	nominatedA := a.DeepCopy()
+	nominatedA.Status.NominatedNodeName = "node-a"
+	result, _ = p.PostFilter(t.Context(), framework.NewCycleState(), nominatedA, statuses)
+	if result == nil || result.NominatingInfo == nil || result.NominatedNodeName != "" || result.Mode() != fwk.ModeOverride {
+		t.Errorf("PostFilter of a pod planned again returned %+v, want its nomination cleared", result)
+	}
+}
+
+// TestPlannedPodsAnnotationTrust (issue 17, defect 9): a NodeClaim's planned-pods annotation
+// holds back only pods of a schedulerName the plugin serves, also when the NodeClaim is seen
+// before the pod.
+func TestPlannedPodsAnnotationTrust(t *testing.T) {
+	served, later, foreign := testPod("ns", "served"), testPod("ns", "later"), testPod("ns", "foreign")
+	foreign.Spec.SchedulerName = "someone-else"
+	foreign.Status.Conditions = []corev1.PodCondition{unschedulableCondition("0/3 nodes are available")}
+	env := newTestPlugin(t, true, served, later, foreign)
+	p := env.plugin
+	p.observePod(t.Context(), served)
+	p.observePod(t.Context(), foreign)
+
+	nc := withPlanned("default-a", served.UID, later.UID, foreign.UID)
+	p.observeNodeClaim(t.Context(), nc)
+	p.observePod(t.Context(), later) // seen after the NodeClaim
+
+	for pod, want := range map[*corev1.Pod]bool{served: true, later: true, foreign: false} {
+		if _, waits := p.waits.nodeClaimFor(pod.UID); waits != want {
+			t.Errorf("%s waits for the NodeClaim = %v, want %v", pod.Name, waits, want)
+		}
+	}
+
+	// Once the NodeClaim is gone its entries are forgotten: a pod seen afterwards is free.
+	p.nodeClaimHandler(t.Context()).OnDelete(nc)
+	p.observePod(t.Context(), later)
+	if _, waits := p.waits.nodeClaimFor(later.UID); waits {
+		t.Error("a pod waits for a deleted NodeClaim")
+	}
+}
+
+// TestHoldCountsPodsInFlightWhenPlanned: a plan relies on the pods that were on their way to
+// other NodeClaims when it was made (the solver counted them in their zones), so a pod of it
+// rejected by PodTopologySpread keeps its pin while one of those still waits, and is retried
+// when it is placed.
+func TestHoldCountsPodsInFlightWhenPlanned(t *testing.T) {
+	pod, earlier := testPod("ns", "pod"), testPod("ns", "earlier")
+	env := newTestPlugin(t, true, pod, earlier)
+	p := env.plugin
+	postFilterMessage(t, p, pod)
+	postFilterMessage(t, p, earlier)
+	p.nominate(p.plans.begin(nil), "default-earlier", []*corev1.Pod{earlier})
+	p.nominate(p.plans.begin(sets.New(earlier.UID)), "default-a", []*corev1.Pod{pod})
+	initialized := []metav1.Condition{{Type: karpv1.ConditionTypeInitialized, Status: metav1.ConditionTrue}}
+	p.observeNodeClaim(t.Context(), &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-a"}, Status: karpv1.NodeClaimStatus{NodeName: "node-a", Conditions: initialized}})
+	env.activator.reset()
+
+	statuses := framework.NewDefaultNodeToStatus()
+	statuses.Set("node-a", fwk.NewStatus(fwk.Unschedulable, "spread").WithPlugin("PodTopologySpread"))
+	p.PostFilter(t.Context(), framework.NewCycleState(), pod, statuses)
+	if _, waits := p.waits.nodeClaimFor(pod.UID); !waits || p.pending.has(pod.UID) {
+		t.Fatal("the pod was planned again while a pod its plan counted on was still on its way")
+	}
+	p.Reserve(t.Context(), framework.NewCycleState(), earlier, "node-earlier")
+	if err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return slices.Contains(env.activator.keys(), "ns/pod"), nil
+	}); err != nil {
+		t.Fatalf("the held pod was not retried when the pod its plan counted on was placed: %v", err)
+	}
+	// Nothing of its plan is on its way any more: a rejection now is final.
+	p.PostFilter(t.Context(), framework.NewCycleState(), pod, statuses)
+	if !p.pending.has(pod.UID) {
+		t.Error("the pod keeps its pin though nothing its plan counted on is on its way")
+	}
 }

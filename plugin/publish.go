@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,7 +37,11 @@ func (p *Plugin) publish(ctx context.Context, batch []*corev1.Pod, plan *simulat
 	}
 	logger.Info("computed new nodeclaim(s) to fit pod(s)", "nodeclaims", len(plan.NewNodeClaims), "pods", planned)
 	p.mu.Lock()
-	planID := p.plans.begin()
+	arriving := sets.New[types.UID]()
+	for uid := range p.waits.nodeClaimOf {
+		arriving.Insert(uid)
+	}
+	planID := p.plans.begin(arriving)
 	p.mu.Unlock()
 
 	for _, claim := range plan.NewNodeClaims {

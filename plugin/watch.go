@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/simulation"
@@ -57,6 +59,7 @@ func (p *Plugin) observePod(ctx context.Context, obj any) {
 	}
 	p.mu.Lock()
 	p.refs[pod.UID] = types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+	p.adoptClaim(pod.UID)
 	p.mu.Unlock()
 }
 
@@ -126,7 +129,13 @@ func (p *Plugin) observeNodeClaim(ctx context.Context, obj any) {
 	before := p.launches[nc.Name]
 	p.launches[nc.Name] = launchState{nodeName: nc.Status.NodeName, initialized: initialized, taints: nc.Spec.Taints}
 	p.mu.Unlock()
+	if nc.Status.NodeName != "" && before.nodeName != nc.Status.NodeName {
+		p.nominateToNode(ctx, nc.Status.NodeName, p.waitingFor(nc.Name))
+	}
 	if initialized {
+		p.mu.Lock()
+		p.dropClaims(nc.Name)
+		p.mu.Unlock()
 		// The pods keep waiting, held to this node by PreFilter: retry them now.
 		if !before.initialized {
 			p.activate(ctx, nc.Name, p.waitingFor(nc.Name))
@@ -140,17 +149,44 @@ func (p *Plugin) observeNodeClaim(ctx context.Context, obj any) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, uid := range planned {
-		if current, ok := p.waits.nodeClaimFor(uid); ok && current == nc.Name {
-			continue
+		p.claimedBy[uid] = nc.Name
+		p.adoptClaim(uid)
+	}
+}
+
+// adoptClaim makes uid wait for the launching NodeClaim whose planned-pods annotation lists
+// it — but only once uid is known as a pod of a schedulerName this plugin serves (p.refs):
+// anyone able to patch a NodeClaim could otherwise hold arbitrary pods back. A pod seen after
+// the NodeClaim is adopted when it is seen. Callers hold p.mu.
+func (p *Plugin) adoptClaim(uid types.UID) {
+	nodeClaim, claimed := p.claimedBy[uid]
+	if !claimed {
+		return
+	}
+	if _, served := p.refs[uid]; !served {
+		return
+	}
+	if current, ok := p.waits.nodeClaimFor(uid); ok && current == nodeClaim {
+		return
+	}
+	p.waits.assign(nodeClaim, uid)
+	p.pending.remove(uid)
+}
+
+// dropClaims forgets the annotation entries of nodeClaim (it is gone or no longer launching).
+// Callers hold p.mu.
+func (p *Plugin) dropClaims(nodeClaim string) {
+	for uid, name := range p.claimedBy {
+		if name == nodeClaim {
+			delete(p.claimedBy, uid)
 		}
-		p.waits.assign(nc.Name, uid)
-		p.pending.remove(uid)
 	}
 }
 
 // release ends the waits for nodeClaim and moves the pods that waited to the active queue.
 func (p *Plugin) release(ctx context.Context, nodeClaim string) {
 	p.mu.Lock()
+	p.dropClaims(nodeClaim)
 	uids := p.waits.forgetNodeClaim(nodeClaim)
 	for _, uid := range uids {
 		delete(p.held, uid)
@@ -253,4 +289,36 @@ func (p *Plugin) awaitWritesObserved(ctx context.Context) {
 	if err != nil && ctx.Err() == nil {
 		klog.FromContext(ctx).Info("planning before the NodeClaim informer shows every earlier write", "unobserved", p.writesUnobserved(), "waited", writeObserveTimeout)
 	}
+}
+
+// nominateToNode nominates the unassigned pods among uids to node, their NodeClaim's node that just
+// registered, in kube-scheduler's nominator: before any of them is tried there, other pods
+// already see the capacity as taken (see Plugin.nomination, which keeps it so).
+func (p *Plugin) nominateToNode(ctx context.Context, node string, uids []types.UID) {
+	if p.nominator == nil || p.pods == nil || len(uids) == 0 {
+		return
+	}
+	p.mu.Lock()
+	refs := make([]types.NamespacedName, 0, len(uids))
+	for _, uid := range uids {
+		if ref, ok := p.refs[uid]; ok {
+			refs = append(refs, ref)
+		}
+	}
+	p.mu.Unlock()
+	logger := klog.FromContext(ctx)
+	info := &fwk.NominatingInfo{NominatedNodeName: node, NominatingMode: fwk.ModeOverride}
+	for _, ref := range refs {
+		pod, err := p.pods.Pods(ref.Namespace).Get(ref.Name)
+		if err != nil || pod.Spec.NodeName != "" {
+			continue
+		}
+		podInfo, err := framework.NewPodInfo(pod)
+		if err != nil {
+			logger.Error(err, "nominating a planned pod to its node", "pod", klog.KObj(pod), "node", node)
+			continue
+		}
+		p.nominator.AddNominatedPod(logger, podInfo, info)
+	}
+	logger.V(4).Info("nominated planned pods to their registered node", "node", node, "pods", len(refs))
 }

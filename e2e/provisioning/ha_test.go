@@ -227,7 +227,7 @@ func TestOnlyTheLeaderProvisions(t *testing.T) {
 		}
 	})
 	pool := framework.UniqueName("ha")
-	createGroupNodePool(t, pool, nodePool{name: pool, cpu: "16"})
+	createGroupNodePool(t, pool, nodePool{name: pool, cpu: "40"})
 	ns := env.Namespace(t)
 
 	config := haSchedulerConfig(t, pool)
@@ -245,22 +245,23 @@ func TestOnlyTheLeaderProvisions(t *testing.T) {
 	})
 	t.Logf("replica %s leads, %s stands by", leader.name, standby.name)
 
-	// 12 pods of 1 cpu; the NodePool's 16 cpu hold them.
+	// 12 pods of 1 cpu; the NodePool's 40 cpu hold them.
 	first := createUnservedPods(t, ns, pool, "first", 12, "1")
 	claims := awaitPlanned(t, pool, first)
 	if standby.logHas(t, plannedLog) {
 		t.Errorf("the standby replica %s planned pods", standby.name)
 	}
-	checkWithinLimit(t, pool, claims, 16)
+	checkWithinLimit(t, pool, claims, 40)
 
 	// The leader dies; the standby takes over and provisions the next pods.
 	leader.kill(t)
 	framework.Eventually(t, time.Minute, "replica "+standby.name+" taking over", func(context.Context) (bool, error) {
 		return standby.logHas(t, leaderLog), nil
 	})
-	second := createUnservedPods(t, ns, pool, "second", 2, "1")
+	// Pods too big for what is left on the first pods' capacity, so new capacity is needed.
+	second := createUnservedPods(t, ns, pool, "second", 2, "5")
 	claims = awaitPlanned(t, pool, append(first, second...))
-	checkWithinLimit(t, pool, claims, 16)
+	checkWithinLimit(t, pool, claims, 40)
 }
 
 // checkWithinLimit waits until the NodeClaims of pool are launched and fails when their cpu

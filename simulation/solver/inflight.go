@@ -32,12 +32,18 @@ func (r *run) addInFlight(ctx context.Context, nodeClaims []*karpv1.NodeClaim, n
 			pending[p.UID] = p
 		}
 	}
+	placed := sets.New[types.UID]()
+	var landed []*karpv1.NodeClaim
 	for _, nc := range nodeClaims {
+		if nc.DeletionTimestamp != nil {
+			continue
+		}
 		// A NodeClaim's Node can register before the lifecycle controller records it in the
 		// status: a Node with its provider ID, or with the claim's own name (the name its
 		// hypothetical node would take), is the claim's capacity already in the snapshot.
-		if nc.DeletionTimestamp != nil || (nc.Status.NodeName != "" && registered.Has(nc.Status.NodeName)) ||
+		if (nc.Status.NodeName != "" && registered.Has(nc.Status.NodeName)) ||
 			(nc.Status.ProviderID != "" && registeredIDs.Has(nc.Status.ProviderID)) || registered.Has(nc.Name) {
+			landed = append(landed, nc)
 			continue
 		}
 		c := r.inFlightClaim(nc)
@@ -64,12 +70,58 @@ func (r *run) addInFlight(ctx context.Context, nodeClaims []*karpv1.NodeClaim, n
 			if err := r.engine.Snapshot().AddPod(pod, c.name); err != nil {
 				return err
 			}
+			placed.Insert(uid)
 			r.noteAntiAffinity(pod)
 			c.pods = append(c.pods, pod)
 			c.requests = c.requests.plus(podVec(pod))
 		}
 		c.index = len(r.claims)
 		r.claims = append(r.claims, c)
+	}
+	return r.addLandedPlans(landed, nodes, pending, placed)
+}
+
+// addLandedPlans puts the pods planned onto NodeClaims whose Node has registered, and that
+// have not bound yet, onto that Node in the snapshot: the capacity is promised to them until
+// they bind (they are then in the snapshot as bound pods) or are released (they are then in a
+// batch, or planned onto another NodeClaim, whose plan counts instead). Without them the
+// solver would hand that capacity, spread domains and anti-affinity to the batch as well.
+func (r *run) addLandedPlans(landed []*karpv1.NodeClaim, nodes []*corev1.Node, pending map[types.UID]*corev1.Pod, placed sets.Set[types.UID]) error {
+	if len(landed) == 0 {
+		return nil
+	}
+	byName, byProviderID := map[string]bool{}, map[string]string{}
+	for _, n := range nodes {
+		if n.DeletionTimestamp != nil {
+			continue
+		}
+		byName[n.Name] = true
+		if n.Spec.ProviderID != "" {
+			byProviderID[n.Spec.ProviderID] = n.Name
+		}
+	}
+	for _, nc := range landed {
+		node := nc.Status.NodeName
+		if node == "" || !byName[node] {
+			node = byProviderID[nc.Status.ProviderID]
+		}
+		if node == "" && byName[nc.Name] {
+			node = nc.Name
+		}
+		if node == "" {
+			continue
+		}
+		for _, uid := range simulation.PlannedPods(nc) {
+			pod, ok := pending[uid]
+			if !ok || r.batch.Has(uid) || placed.Has(uid) {
+				continue // bound, gone, being planned again, or counted on another NodeClaim
+			}
+			if err := r.engine.Snapshot().AddPod(pod, node); err != nil {
+				return fmt.Errorf("adding pod %s planned onto node %s: %w", pod.Name, node, err)
+			}
+			placed.Insert(uid)
+			r.noteAntiAffinity(pod)
+		}
 	}
 	return nil
 }

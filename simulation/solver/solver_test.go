@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
@@ -298,6 +299,44 @@ func TestPlan(t *testing.T) {
 			wantClaims(t, plan, 1)
 			if len(plan.InFlight) != 0 {
 				t.Errorf("pods planned onto the registered claim as if it were launching: %v", plan.InFlight)
+			}
+		},
+	}, {
+		// Issue 17, defect 3: the NodeClaim's Node registered (still initializing), and the
+		// six pods planned onto it have not bound yet. Its capacity is promised to them: of
+		// the two new pods only one fits beside them, the other needs a NodeClaim of its own.
+		name: "planned but unbound pods of a registered NodeClaim hold its capacity",
+		state: func() *StaticState {
+			registered := inFlight.DeepCopy()
+			registered.Status.NodeName = "node-registered"
+			planned := pods(6, "planned", "1", "1Gi")
+			simulation.AddPlannedPods(registered, uidsOf(planned)...)
+			return &StaticState{
+				NodePoolList:  []*karpv1.NodePool{nodePool("default")},
+				NodeClaimList: []*karpv1.NodeClaim{registered},
+				PodList:       planned,
+				NodeList: []*corev1.Node{{
+					ObjectMeta: metav1.ObjectMeta{Name: "node-registered", Labels: map[string]string{
+						karpv1.NodePoolLabelKey: "default", corev1.LabelHostname: "node-registered", corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64",
+						corev1.LabelInstanceTypeStable: "m5.2xlarge", zone: "test-zone-a",
+					}},
+					Status: corev1.NodeStatus{
+						Allocatable: corev1.ResourceList{
+							corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("32Gi"), corev1.ResourcePods: resource.MustParse("58"),
+						},
+						Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+					},
+				}},
+			}
+		}(),
+		batch: pods(2, "web", "1500m", "1Gi"),
+		check: func(t *testing.T, plan *simulation.Plan) {
+			wantClaims(t, plan, 1)
+			if got := podNames(plan.NewNodeClaims[0].Pods); len(got) != 1 {
+				t.Errorf("the new NodeClaim holds %v, want one pod", got)
+			}
+			if len(plan.InFlight) != 1 {
+				t.Errorf("in flight %v, want one pod beside the six planned", plan.InFlight)
 			}
 		},
 	}, {
@@ -643,4 +682,12 @@ func TestPreferenceMasks(t *testing.T) {
 			t.Errorf("preferenceMasks(%d) = %b, want %b", tc.n, got, tc.want)
 		}
 	}
+}
+
+func uidsOf(pods []*corev1.Pod) []types.UID {
+	out := make([]types.UID, len(pods))
+	for i, p := range pods {
+		out[i] = p.UID
+	}
+	return out
 }

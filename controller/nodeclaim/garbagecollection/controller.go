@@ -9,7 +9,12 @@ package garbagecollection
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -17,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
 )
 
@@ -26,9 +32,10 @@ const Name = "nodeclaim.garbagecollection"
 const (
 	// DefaultInterval is how often the cloud and the cluster are compared.
 	DefaultInterval = 2 * time.Minute
-	// DefaultGracePeriod is how old an instance or NodeClaim must be before it is collected; it
-	// covers the window between an instance's launch and its provider ID reaching the NodeClaim,
-	// and a cache that has not yet seen that write.
+	// DefaultGracePeriod is how old an instance must be, or how long ago a NodeClaim must have
+	// launched, before it is collected; it covers the window between an instance's launch and
+	// its provider ID reaching the NodeClaim, a cache that has not yet seen that write, and a
+	// cloud listing that does not show a fresh instance yet.
 	DefaultGracePeriod = 30 * time.Second
 )
 
@@ -50,6 +57,9 @@ type Controller struct {
 	clock         clock.WithTicker
 	interval      time.Duration
 	gracePeriod   time.Duration
+	// misses counts, per NodeClaim, the sweeps in a row that did not list its instance. Only
+	// Start's goroutine (or a test's Collect) touches it.
+	misses map[types.UID]int
 }
 
 var (
@@ -75,6 +85,7 @@ func New(c client.Client, cp cloudprovider.CloudProvider, recorder events.EventR
 		clock:         opts.Clock,
 		interval:      opts.Interval,
 		gracePeriod:   opts.GracePeriod,
+		misses:        map[types.UID]int{},
 	}
 }
 
@@ -99,11 +110,37 @@ func (c *Controller) Start(ctx context.Context) error {
 	}
 }
 
-// Collect runs one collection: leaked instances, Nodes no NodeClaim claims, then NodeClaims
-// whose instance is gone.
+// Collect runs one collection over one listing each of the cloud's instances, the Nodes and
+// the NodeClaims: leaked instances, Nodes no NodeClaim claims, then NodeClaims whose instance
+// is gone. Instances and Nodes are listed before NodeClaims, so a NodeClaim written after an
+// instance or Node was listed is still seen.
 func (c *Controller) Collect(ctx context.Context) error {
-	terminated, instancesErr := c.collectLeakedInstances(ctx)
-	return errors.Join(instancesErr, c.collectOrphanedNodes(ctx, terminated), c.collectOrphanedNodeClaims(ctx))
+	instances, err := c.cloudProvider.List(ctx)
+	if err != nil {
+		return fmt.Errorf("listing instances: %w", err)
+	}
+	var nodes corev1.NodeList
+	if err := c.client.List(ctx, &nodes); err != nil {
+		return fmt.Errorf("listing nodes: %w", err)
+	}
+	var list karpv1.NodeClaimList
+	if err := c.client.List(ctx, &list); err != nil {
+		return fmt.Errorf("listing nodeclaims: %w", err)
+	}
+	listed := sets.New[string]()
+	for _, instance := range instances {
+		listed.Insert(instance.Status.ProviderID)
+	}
+	claimed := sets.New[string]()
+	for i := range list.Items {
+		if id := list.Items[i].Status.ProviderID; id != "" {
+			claimed.Insert(id)
+		}
+	}
+	terminated, instancesErr := c.collectLeakedInstances(ctx, instances, claimed)
+	return errors.Join(instancesErr,
+		c.collectOrphanedNodes(ctx, nodes.Items, claimed, terminated),
+		c.collectOrphanedNodeClaims(ctx, listed, list.Items))
 }
 
 // oldEnough reports whether something created at created is past the grace period.

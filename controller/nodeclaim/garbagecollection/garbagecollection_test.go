@@ -154,6 +154,10 @@ func TestCollectOrphanedNodeClaims(t *testing.T) {
 	notLaunched := launchedNodeClaim("not-launched", kwok.ProviderIDPrefix+"not-launched", time.Hour)
 	notLaunched.Status.Conditions[0].Status = metav1.ConditionUnknown
 
+	// Created an hour ago, launched only now: the grace period counts from the launch.
+	lateLaunch := launchedNodeClaim("late-launch", kwok.ProviderIDPrefix+"late-launch", time.Hour)
+	lateLaunch.Status.Conditions[0].LastTransitionTime = metav1.NewTime(epoch.Add(-gracePeriod + time.Second))
+
 	tests := []struct {
 		name        string
 		nodeClaim   *karpv1.NodeClaim
@@ -161,6 +165,7 @@ func TestCollectOrphanedNodeClaims(t *testing.T) {
 		wantDeleted bool
 	}{
 		{name: "instance gone deletes the nodeclaim", nodeClaim: launchedNodeClaim("gone", kwok.ProviderIDPrefix+"gone", time.Hour), wantDeleted: true},
+		{name: "nodeclaim launched within the grace period is kept, however old", nodeClaim: lateLaunch},
 		{
 			name:      "healthy nodeclaim is kept",
 			nodeClaim: launchedNodeClaim("healthy", kwok.ProviderIDPrefix+"healthy", time.Hour),
@@ -178,10 +183,17 @@ func TestCollectOrphanedNodeClaims(t *testing.T) {
 				objs = append(objs, tt.node)
 			}
 			h := newHarness(t, objs...)
+			// One sweep that misses the instance is not enough: the cloud's listing may lag.
 			if err := h.controller.Collect(context.Background()); err != nil {
 				t.Fatalf("Collect: %v", err)
 			}
 			nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: tt.nodeClaim.Name}}
+			if exists(t, h.client, nc) && nc.DeletionTimestamp != nil && tt.nodeClaim.DeletionTimestamp == nil {
+				t.Fatal("nodeclaim deleted after one sweep missed its instance")
+			}
+			if err := h.controller.Collect(context.Background()); err != nil {
+				t.Fatalf("Collect: %v", err)
+			}
 			gone := !exists(t, h.client, nc) || nc.DeletionTimestamp != nil && tt.nodeClaim.DeletionTimestamp == nil
 			if gone != tt.wantDeleted {
 				t.Errorf("nodeclaim deleted = %t, want %t", gone, tt.wantDeleted)
@@ -309,5 +321,69 @@ func TestCollectOrphanedNodes(t *testing.T) {
 				t.Errorf("events = %q, want none", events)
 			}
 		})
+	}
+}
+
+// listCounter is a fixtures.Provider that counts List and Get calls and can hide instances
+// from List, as an eventually consistent cloud listing does.
+type listCounter struct {
+	*fixtures.Provider
+	lists, gets int
+	hidden      map[string]bool
+}
+
+func (p *listCounter) List(ctx context.Context) ([]*karpv1.NodeClaim, error) {
+	p.lists++
+	all, err := p.Provider.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []*karpv1.NodeClaim
+	for _, instance := range all {
+		if !p.hidden[instance.Status.ProviderID] {
+			out = append(out, instance)
+		}
+	}
+	return out, nil
+}
+
+func (p *listCounter) Get(ctx context.Context, providerID string) (*karpv1.NodeClaim, error) {
+	p.gets++
+	return p.Provider.Get(ctx, providerID)
+}
+
+// TestCollectOnceListedTwiceMissed (issue 17, defect 8): a sweep lists the cloud once, asks
+// for no instance one by one, and a NodeClaim is collected only when two sweeps in a row miss
+// its instance; a listing that shows it again resets the count.
+func TestCollectOnceListedTwiceMissed(t *testing.T) {
+	claims := []client.Object{
+		launchedNodeClaim("a", kwok.ProviderIDPrefix+"a", time.Hour), kwokNode("a", "default", time.Hour),
+		launchedNodeClaim("b", kwok.ProviderIDPrefix+"b", time.Hour), kwokNode("b", "default", time.Hour),
+		launchedNodeClaim("c", kwok.ProviderIDPrefix+"c", time.Hour), kwokNode("c", "default", time.Hour),
+	}
+	h := newHarness(t, claims...)
+	provider := &listCounter{Provider: h.provider, hidden: map[string]bool{kwok.ProviderIDPrefix + "a": true}}
+	h.controller = New(h.client, provider, h.events, Options{GracePeriod: gracePeriod, Clock: h.clock})
+	ctx := context.Background()
+	deleted := func(name string) bool {
+		nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		return !exists(t, h.client, nc) || nc.DeletionTimestamp != nil
+	}
+
+	// Sweep 1 misses a; sweep 2 shows it again (the listing lagged); sweeps 3 and 4 miss it.
+	for sweep, want := range []bool{false, false, false, true} {
+		provider.hidden[kwok.ProviderIDPrefix+"a"] = sweep != 1
+		if err := h.controller.Collect(ctx); err != nil {
+			t.Fatalf("sweep %d: %v", sweep+1, err)
+		}
+		if got := deleted("a"); got != want {
+			t.Errorf("after sweep %d nodeclaim a deleted = %v, want %v", sweep+1, got, want)
+		}
+		if deleted("b") || deleted("c") {
+			t.Errorf("after sweep %d a nodeclaim whose instance is listed was deleted", sweep+1)
+		}
+	}
+	if provider.lists != 4 || provider.gets != 0 {
+		t.Errorf("4 sweeps made %d List and %d Get calls, want 4 and 0", provider.lists, provider.gets)
 	}
 }

@@ -18,20 +18,10 @@ import (
 const reasonLeakedInstance = "GarbageCollected"
 
 // collectLeakedInstances terminates instances labelled with a NodePool, past the grace period,
-// whose provider ID no NodeClaim has. Instances without the NodePool label were not launched by
-// joinery and are never touched. It returns the provider IDs it terminated.
-func (c *Controller) collectLeakedInstances(ctx context.Context) (sets.Set[string], error) {
-	// Instances are listed before NodeClaims so that a NodeClaim written after an instance was
-	// listed is still seen.
+// whose provider ID no NodeClaim has (claimed). Instances without the NodePool label were not
+// launched by joinery and are never touched. It returns the provider IDs it terminated.
+func (c *Controller) collectLeakedInstances(ctx context.Context, instances []*karpv1.NodeClaim, claimed sets.Set[string]) (sets.Set[string], error) {
 	terminated := sets.New[string]()
-	instances, err := c.cloudProvider.List(ctx)
-	if err != nil {
-		return terminated, fmt.Errorf("listing instances: %w", err)
-	}
-	claimed, err := c.claimedProviderIDs(ctx)
-	if err != nil {
-		return terminated, err
-	}
 	var errs []error
 	for _, instance := range instances {
 		if !c.isLeaked(instance, claimed) {
@@ -44,20 +34,6 @@ func (c *Controller) collectLeakedInstances(ctx context.Context) (sets.Set[strin
 		terminated.Insert(instance.Status.ProviderID)
 	}
 	return terminated, errors.Join(errs...)
-}
-
-func (c *Controller) claimedProviderIDs(ctx context.Context) (sets.Set[string], error) {
-	var list karpv1.NodeClaimList
-	if err := c.client.List(ctx, &list); err != nil {
-		return nil, fmt.Errorf("listing nodeclaims: %w", err)
-	}
-	claimed := sets.New[string]()
-	for i := range list.Items {
-		if id := list.Items[i].Status.ProviderID; id != "" {
-			claimed.Insert(id)
-		}
-	}
-	return claimed, nil
 }
 
 func (c *Controller) isLeaked(instance *karpv1.NodeClaim, claimed sets.Set[string]) bool {

@@ -21,21 +21,13 @@ const reasonOrphanedNode = "GarbageCollected"
 // collectOrphanedNodes deletes Nodes joinery launched — labelled with a NodePool or carrying
 // the termination finalizer — that are past the grace period, not being deleted, and whose
 // provider ID no NodeClaim has. The Node's termination finalizer, finding no NodeClaim, then
-// terminates the instance and releases the Node. skip lists provider IDs already collected as
-// leaked instances in this pass.
-func (c *Controller) collectOrphanedNodes(ctx context.Context, skip sets.Set[string]) error {
-	// Nodes are listed before NodeClaims, for the same reason instances are.
-	var nodes corev1.NodeList
-	if err := c.client.List(ctx, &nodes); err != nil {
-		return fmt.Errorf("listing nodes: %w", err)
-	}
-	claimed, err := c.claimedProviderIDs(ctx)
-	if err != nil {
-		return err
-	}
+// terminates the instance and releases the Node. nodes were listed before the NodeClaims whose
+// provider IDs are claimed; skip lists provider IDs already collected as leaked instances in
+// this pass.
+func (c *Controller) collectOrphanedNodes(ctx context.Context, nodes []corev1.Node, claimed, skip sets.Set[string]) error {
 	var errs []error
-	for i := range nodes.Items {
-		node := &nodes.Items[i]
+	for i := range nodes {
+		node := &nodes[i]
 		if !c.isOrphaned(node, claimed) || skip.Has(node.Spec.ProviderID) {
 			continue
 		}
