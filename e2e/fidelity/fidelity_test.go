@@ -169,6 +169,25 @@ func rows() []row {
 			wantLabel(t, pods[0].node, "example.com/team", "red")
 		},
 	}, {
+		// Karpenter's benchmark pods: once the zone anti-affinity cannot be met (past four
+		// pods over four zones), it is relaxed but the lighter hostname anti-affinity and
+		// zone preference are kept: one node per pod, the fifth in zone a.
+		line:  2490,
+		name:  "preferences are relaxed only as far as needed",
+		pools: []pool{anyCapacity("default")},
+		setup: func(t *testing.T, r *rowRun) {
+			for i := range 5 {
+				r.pod(t, r.ns, fmt.Sprintf("bench-%d", i), "250m", "256Mi", labelled("app", r.group),
+					preferNode(5, zoneKey, "test-zone-a"), preferApart(10, zoneKey, r.group), preferApart(1, corev1.LabelHostname, r.group))
+			}
+		},
+		check: func(t *testing.T, r *rowRun, pods []placed) {
+			wantNodes(t, pods, 5)
+			if got, want := countBy(pods, zoneKey), map[string]int{"test-zone-a": 2, "test-zone-b": 1, "test-zone-c": 1, "test-zone-d": 1}; !maps.Equal(got, want) {
+				t.Errorf("pods per zone %v, want %v", got, want)
+			}
+		},
+	}, {
 		line:  2509,
 		name:  "node affinity In [a, b] and In [b] allows only b",
 		pools: []pool{anyCapacity("default")},
@@ -347,7 +366,7 @@ func rows() []row {
 		name:  "zone affinity to a pod of another namespace selected by its labels",
 		pools: []pool{anyCapacity("default")},
 		setup: func(t *testing.T, r *rowRun) {
-			backendNS := r.namespace(t, map[string]string{"example.com/tier": r.group + "-backend"})
+			backendNS := r.namespace(t, "backend", map[string]string{"example.com/tier": r.group + "-backend"})
 			r.pod(t, backendNS, "backend", "250m", "256Mi", labelled("system", "backend"), func(p *corev1.Pod) { p.Spec.NodeSelector[zoneKey] = "test-zone-b" })
 			selector := &metav1.LabelSelector{MatchLabels: map[string]string{"example.com/tier": r.group + "-backend"}}
 			for i := range 2 {
@@ -364,7 +383,7 @@ func rows() []row {
 		name:  "hostname affinity to a pod of another namespace named by the term",
 		pools: []pool{anyCapacity("default")},
 		setup: func(t *testing.T, r *rowRun) {
-			anchorNS := r.namespace(t, nil)
+			anchorNS := r.namespace(t, "anchor", nil)
 			r.pod(t, anchorNS, "anchor", "1", "1Gi", labelled("app", "anchor"))
 			r.pod(t, r.ns, "follower", "1", "1Gi", podAffinity(corev1.LabelHostname, "app", "anchor", []string{anchorNS}, nil))
 		},
@@ -374,7 +393,7 @@ func rows() []row {
 		name:  "hostname anti-affinity to a pod of another namespace named by the term",
 		pools: []pool{anyCapacity("default")},
 		setup: func(t *testing.T, r *rowRun) {
-			otherNS := r.namespace(t, nil)
+			otherNS := r.namespace(t, "db", nil)
 			r.pod(t, otherNS, "db", "250m", "256Mi", labelled("app", "db"))
 			r.pod(t, r.ns, "cache", "250m", "256Mi", podAntiAffinity(corev1.LabelHostname, "app", "db", []string{otherNS}))
 		},
@@ -519,22 +538,19 @@ func (r *rowRun) pod(t *testing.T, ns, name, cpu, memory string, opts ...func(*c
 	r.want[ns]++
 }
 
-// namespace creates another namespace for the row, labelled.
-func (r *rowRun) namespace(t *testing.T, labels map[string]string) string {
+// namespace creates another namespace for the row, named after the row's with suffix (so it
+// sorts after it: the solver meets the row's own pods first), labelled, and deletes it when
+// the row ends.
+func (r *rowRun) namespace(t *testing.T, suffix string, labels map[string]string) string {
 	t.Helper()
-	ns := env.Namespace(t)
-	if len(labels) == 0 {
-		return ns
+	name := r.ns + "-" + suffix
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"joinery.dev/e2e": "true"}}}
+	maps.Copy(ns.Labels, labels)
+	if _, err := env.Client.CoreV1().Namespaces().Create(t.Context(), ns, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create namespace %s: %v", name, err)
 	}
-	obj, err := env.Client.CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("get namespace %s: %v", ns, err)
-	}
-	maps.Copy(obj.Labels, labels)
-	if _, err := env.Client.CoreV1().Namespaces().Update(t.Context(), obj, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("label namespace %s: %v", ns, err)
-	}
-	return ns
+	t.Cleanup(func() { deleteClusterScoped(t, "namespace", name, env.Client.CoreV1().Namespaces().Delete) })
+	return name
 }
 
 // storageClass creates a WaitForFirstConsumer class without a provisioner (volumes are
@@ -719,6 +735,31 @@ func podAntiAffinity(key, label, value string, namespaces []string) func(*corev1
 		affinity(p).PodAntiAffinity = &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
 			TopologyKey: key, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{label: value}}, Namespaces: namespaces,
 		}}}
+	}
+}
+
+func preferNode(weight int32, key string, values ...string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		a := affinity(p)
+		if a.NodeAffinity == nil {
+			a.NodeAffinity = &corev1.NodeAffinity{}
+		}
+		a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution = append(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution,
+			corev1.PreferredSchedulingTerm{Weight: weight, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{in(key, values...)}}})
+	}
+}
+
+// preferApart prefers, with weight, a domain of key without another pod labelled app=app.
+func preferApart(weight int32, key, app string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		a := affinity(p)
+		if a.PodAntiAffinity == nil {
+			a.PodAntiAffinity = &corev1.PodAntiAffinity{}
+		}
+		a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution = append(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution,
+			corev1.WeightedPodAffinityTerm{Weight: weight, PodAffinityTerm: corev1.PodAffinityTerm{
+				TopologyKey: key, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
+			}})
 	}
 }
 
