@@ -139,7 +139,7 @@ func run(opts options) error {
 	if err := nodeclaim.Setup(ctx, mgr, cp, nodeclaim.Options{Namespace: namespace, RegistrationTTL: opts.registrationTTL, GCInterval: opts.gcInterval}); err != nil {
 		return err
 	}
-	if err := setupDisruption(ctx, mgr, cp, opts.featureGates, opts.disruption); err != nil {
+	if err := setupDisruption(ctx, mgr, cp, namespace, opts.featureGates, opts.disruption); err != nil {
 		return err
 	}
 	if err := nodepool.New(mgr.GetClient(), cp.GetSupportedNodeClasses(), nil).SetupWithManager(mgr); err != nil {

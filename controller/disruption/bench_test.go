@@ -78,7 +78,7 @@ func benchCluster(n int) *Cluster {
 	return c
 }
 
-func benchSimulator(b *testing.B) *SolverSimulator {
+func benchSimulator(b testing.TB) *SolverSimulator {
 	b.Helper()
 	f, err := catalog.Default()
 	if err != nil {
@@ -98,13 +98,13 @@ func benchSimulator(b *testing.B) *SolverSimulator {
 	factory := informers.NewSharedInformerFactory(clientset, 0)
 	view := &View{}
 	s, err := solver.New(ctx, solver.Options{State: view, InstanceTypes: benchTypes(its), Profile: profile,
-		Framework: simulation.FrameworkOptions{Client: clientset, InformerFactory: factory}})
+		Framework: simulation.FrameworkOptions{Client: clientset, InformerFactory: factory}, Unavailable: view.Unavailable})
 	if err != nil {
 		b.Fatal(err)
 	}
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
-	return NewSolverSimulator(s, view)
+	return NewSolverSimulator(s, view, nil)
 }
 
 // BenchmarkDisruptionPass measures one pass of each method over n nodes: candidates (PDBs,
