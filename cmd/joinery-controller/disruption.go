@@ -40,14 +40,6 @@ func setupDisruption(ctx context.Context, mgr ctrl.Manager, cp cloudprovider.Clo
 	if err := podevents.New(mgr.GetClient(), nil).SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up %s: %w", podevents.Name, err)
 	}
-	if err := expiration.New(mgr.GetClient(), recorder, nil).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up %s: %w", expiration.Name, err)
-	}
-	if gates.Enabled(featuregates.NodeRepair) {
-		if err := repair.New(mgr.GetClient(), cp, recorder, nil, repair.Options{Toleration: opts.repairToleration}).SetupWithManager(mgr); err != nil {
-			return fmt.Errorf("setting up %s: %w", repair.Name, err)
-		}
-	}
 
 	profile, err := schedulerProfile(opts)
 	if err != nil {
@@ -74,6 +66,16 @@ func setupDisruption(ctx context.Context, mgr ctrl.Manager, cp cloudprovider.Clo
 	// scheduler's Provisioner does.
 	unavailable := state.NewUnavailableOfferings(mgr.GetClient(), mgr.GetAPIReader(), namespace, clock.RealClock{})
 	sim := disruption.NewSolverSimulator(s, view, unavailable)
+	// Forceful methods launch capacity for the pods of the node they remove at once.
+	preplan := &disruption.Preplanner{Client: mgr.GetClient(), Simulator: sim}
+	if err := expiration.New(mgr.GetClient(), recorder, nil, preplan).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up %s: %w", expiration.Name, err)
+	}
+	if gates.Enabled(featuregates.NodeRepair) {
+		if err := repair.New(mgr.GetClient(), cp, recorder, nil, repair.Options{Toleration: opts.repairToleration, Preplan: preplan}).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up %s: %w", repair.Name, err)
+		}
+	}
 	methods := []disruption.Method{&disruption.Drift{Simulator: sim}, &disruption.Emptiness{}}
 	loop := disruption.New(mgr.GetClient(), mgr.GetAPIReader(), recorder, clock.RealClock{}, methods, disruption.Options{
 		ValidationDelay: opts.validationDelay,
