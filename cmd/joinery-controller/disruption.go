@@ -17,6 +17,7 @@ import (
 	"github.com/joinery-dev/joinery/controller/disruption/podevents"
 	"github.com/joinery-dev/joinery/controller/disruption/repair"
 	"github.com/joinery-dev/joinery/controller/nodeclaim"
+	"github.com/joinery-dev/joinery/controller/state"
 	"github.com/joinery-dev/joinery/internal/featuregates"
 	"github.com/joinery-dev/joinery/simulation"
 	"github.com/joinery-dev/joinery/simulation/solver"
@@ -34,18 +35,10 @@ type disruptionOptions struct {
 // setupDisruption adds the disruption loop (drift, emptiness), expiration, the pod-event
 // conditions and, behind NodeRepair, node repair. The loop simulates with the provisioning
 // solver over the scheduler's profile (the same configuration file joinery-scheduler reads).
-func setupDisruption(ctx context.Context, mgr ctrl.Manager, cp cloudprovider.CloudProvider, gates featuregates.Gates, opts disruptionOptions) error {
+func setupDisruption(ctx context.Context, mgr ctrl.Manager, cp cloudprovider.CloudProvider, namespace string, gates featuregates.Gates, opts disruptionOptions) error {
 	recorder := mgr.GetEventRecorder(nodeclaim.EventSource)
 	if err := podevents.New(mgr.GetClient(), nil).SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up %s: %w", podevents.Name, err)
-	}
-	if err := expiration.New(mgr.GetClient(), recorder, nil).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up %s: %w", expiration.Name, err)
-	}
-	if gates.Enabled(featuregates.NodeRepair) {
-		if err := repair.New(mgr.GetClient(), cp, recorder, nil, repair.Options{Toleration: opts.repairToleration}).SetupWithManager(mgr); err != nil {
-			return fmt.Errorf("setting up %s: %w", repair.Name, err)
-		}
 	}
 
 	profile, err := schedulerProfile(opts)
@@ -63,12 +56,26 @@ func setupDisruption(ctx context.Context, mgr ctrl.Manager, cp cloudprovider.Clo
 		InstanceTypes: cp,
 		Profile:       profile,
 		Framework:     simulation.FrameworkOptions{Client: clientset, InformerFactory: factory},
+		Unavailable:   view.Unavailable,
 	})
 	if err != nil {
 		return fmt.Errorf("building the disruption simulation: %w", err)
 	}
 	factory.Start(ctx.Done())
-	sim := disruption.NewSolverSimulator(s, view)
+	// Replacements skip the offerings the lifecycle controller recorded as exhausted, as the
+	// scheduler's Provisioner does.
+	unavailable := state.NewUnavailableOfferings(mgr.GetClient(), mgr.GetAPIReader(), namespace, clock.RealClock{})
+	sim := disruption.NewSolverSimulator(s, view, unavailable)
+	// Forceful methods launch capacity for the pods of the node they remove at once.
+	preplan := &disruption.Preplanner{Client: mgr.GetClient(), Simulator: sim}
+	if err := expiration.New(mgr.GetClient(), recorder, nil, preplan).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up %s: %w", expiration.Name, err)
+	}
+	if gates.Enabled(featuregates.NodeRepair) {
+		if err := repair.New(mgr.GetClient(), cp, recorder, nil, repair.Options{Toleration: opts.repairToleration, Preplan: preplan}).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up %s: %w", repair.Name, err)
+		}
+	}
 	methods := []disruption.Method{&disruption.Drift{Simulator: sim}, &disruption.Emptiness{}}
 	loop := disruption.New(mgr.GetClient(), mgr.GetAPIReader(), recorder, clock.RealClock{}, methods, disruption.Options{
 		ValidationDelay: opts.validationDelay,

@@ -144,7 +144,7 @@ func run(opts options) error {
 	if err != nil {
 		return fmt.Errorf("creating %s: %w", nodepool.Name, err)
 	}
-	if err := setupDisruption(ctx, mgr, cp, opts.featureGates, opts.disruption); err != nil {
+	if err := setupDisruption(ctx, mgr, cp, namespace, opts.featureGates, opts.disruption); err != nil {
 		return err
 	}
 	if err := nodePools.SetupWithManager(mgr); err != nil {

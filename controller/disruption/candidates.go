@@ -139,23 +139,36 @@ func (c *Cluster) blocker(nc *karpv1.NodeClaim, node *corev1.Node, pods []*corev
 // blockingPDB names the first PodDisruptionBudget matching pod that allows no disruption
 // now; every PDB of a pod must allow its eviction.
 func (c *Cluster) blockingPDB(p *corev1.Pod) string {
-	for _, pdb := range c.PDBs {
-		if pdb.Namespace != p.Namespace {
+	for _, pdb := range c.pdbSelectors() {
+		if pdb.namespace != p.Namespace || (pdb.selector != nil && !pdb.selector.Matches(labels.Set(p.Labels))) {
 			continue
 		}
-		selector, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-		if err != nil {
-			// The eviction API refuses pods under a PDB it cannot read; so do we.
-			return pdb.Namespace + "/" + pdb.Name
-		}
-		if !selector.Matches(labels.Set(p.Labels)) {
-			continue
-		}
-		if pdb.Status.DisruptionsAllowed <= 0 {
-			return pdb.Namespace + "/" + pdb.Name
+		if pdb.allowed <= 0 || pdb.selector == nil {
+			// A selector the eviction API cannot read refuses evictions; so do we.
+			return pdb.name
 		}
 	}
 	return ""
+}
+
+// pdbSelector is a PodDisruptionBudget with its selector parsed once per Cluster.
+type pdbSelector struct {
+	namespace, name string
+	selector        labels.Selector // nil: unparseable
+	allowed         int32
+}
+
+func (c *Cluster) pdbSelectors() []pdbSelector {
+	c.pdbOnce.Do(func() {
+		for _, pdb := range c.PDBs {
+			s := pdbSelector{namespace: pdb.Namespace, name: pdb.Namespace + "/" + pdb.Name, allowed: pdb.Status.DisruptionsAllowed}
+			if sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector); err == nil {
+				s.selector = sel
+			}
+			c.pdbs = append(c.pdbs, s)
+		}
+	})
+	return c.pdbs
 }
 
 func compareStrings(a, b string) int {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -27,6 +28,9 @@ type Cluster struct {
 	DaemonSets []*appsv1.DaemonSet
 	// NodeOf maps a NodeClaim's name to its Node (nil while it has none).
 	NodeOf map[string]*corev1.Node
+
+	pdbOnce sync.Once
+	pdbs    []pdbSelector
 }
 
 // LoadCluster lists the objects from r (the manager's cache).

@@ -215,3 +215,5 @@ func (f *fakeSimulator) Simulate(_ context.Context, _ *Cluster, cands []*Candida
 	}
 	return out, nil
 }
+
+func keyOf(name string) client.ObjectKey { return client.ObjectKey{Name: name} }

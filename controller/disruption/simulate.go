@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/simulation"
 	"github.com/joinery-dev/joinery/simulation/solver"
 )
@@ -56,21 +58,37 @@ type DisruptionPlanner interface {
 // candidates are gone and their pods are pending. Pending pods of the cluster are planned
 // with them (they compete for the same free capacity); only the candidates' pods decide.
 type SolverSimulator struct {
-	mu      sync.Mutex
-	planner DisruptionPlanner
-	view    *View
+	mu        sync.Mutex
+	planner   DisruptionPlanner
+	view      *View
+	offerings UnavailableSource
+}
+
+// UnavailableSource is the controller's record of offerings that failed to launch
+// (state.UnavailableOfferings).
+type UnavailableSource interface {
+	Unavailable(ctx context.Context) (map[cloudprovider.OfferingKey]time.Time, error)
 }
 
 // NewSolverSimulator returns a simulator over planner, which must read its cluster state from
-// view (solver.Options.State = view).
-func NewSolverSimulator(planner DisruptionPlanner, view *View) *SolverSimulator {
-	return &SolverSimulator{planner: planner, view: view}
+// view (solver.Options.State = view, solver.Options.Unavailable = view.Unavailable).
+// offerings, when not nil, is read before each simulation, so replacements skip offerings
+// known to be exhausted.
+func NewSolverSimulator(planner DisruptionPlanner, view *View, offerings UnavailableSource) *SolverSimulator {
+	return &SolverSimulator{planner: planner, view: view, offerings: offerings}
 }
 
 // Simulate implements Simulator.
 func (s *SolverSimulator) Simulate(ctx context.Context, c *Cluster, cands []*Candidate) (*Simulation, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.offerings != nil {
+		unavailable, err := s.offerings.Unavailable(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("reading unavailable offerings: %w", err)
+		}
+		s.view.setUnavailable(unavailable)
+	}
 	batch := s.view.set(c, cands)
 	defer s.view.set(nil, nil)
 	moving := sets.New[types.UID]()
@@ -130,9 +148,27 @@ type View struct {
 	nodes      []*corev1.Node
 	pods       []*corev1.Pod
 	daemonSets []*appsv1.DaemonSet
+	// unavailable are the offerings known not to launch, as of the last simulation.
+	unavailable map[cloudprovider.OfferingKey]time.Time
 }
 
 var _ solver.ClusterState = (*View)(nil)
+
+var _ solver.UnavailableFunc = (&View{}).Unavailable
+
+// Unavailable reports an offering known not to launch; pass it as solver.Options.Unavailable.
+func (v *View) Unavailable(capacityType, instanceType, zone string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	_, ok := v.unavailable[cloudprovider.OfferingKey{CapacityType: capacityType, InstanceType: instanceType, Zone: zone}]
+	return ok
+}
+
+func (v *View) setUnavailable(m map[cloudprovider.OfferingKey]time.Time) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.unavailable = m
+}
 
 // set points the view at c without cands and returns the batch to plan: the candidates' pods
 // (unbound copies) and the cluster's pending pods.

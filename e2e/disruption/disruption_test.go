@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/controller/disruption"
 	"github.com/joinery-dev/joinery/e2e/framework"
 )
 
@@ -103,7 +104,8 @@ func TestDriftReplacesEveryNodeClaimOneAtATime(t *testing.T) {
 }
 
 // TestExpiredNodeClaimIsReplaced: with expireAfter: 30s the NodeClaim is deleted once it
-// expires and its pod runs again on a new one.
+// expires, capacity for its pod is launched at that moment (pre-planned), and the pod runs
+// again there.
 func TestExpiredNodeClaimIsReplaced(t *testing.T) {
 	pool := framework.UniqueName("expire")
 	createNodePool(t, pool, `  disruption: {consolidateAfter: Never}`)
@@ -127,14 +129,30 @@ func TestExpiredNodeClaimIsReplaced(t *testing.T) {
 		}
 		return len(ncs) > 0, nil
 	})
+	// Capacity was pre-planned when the NodeClaim expired: the pod runs on that replacement.
+	var replacement karpv1.NodeClaim
+	for _, nc := range mustNodeClaims(t, pool) {
+		if nc.Annotations[disruption.ReplacementForAnnotationKey] == disruption.PreplanPrefix+"expiration-"+first[0].Name {
+			replacement = nc
+		}
+	}
+	if replacement.Name == "" {
+		t.Fatalf("no NodeClaim pre-planned for the expired %s", first[0].Name)
+	}
 	env.AwaitPods(t, ns, "app=web", 1, timeout, func(p corev1.Pod) error {
 		if err := running(p); err != nil {
 			return err
 		}
-		if p.Spec.NodeName == first[0].Status.NodeName {
-			return fmt.Errorf("still on the expired node")
+		ncs, err := nodeClaims(t.Context(), pool)
+		if err != nil {
+			return err
 		}
-		return nil
+		for _, nc := range ncs {
+			if nc.Name == replacement.Name && nc.Status.NodeName != "" && p.Spec.NodeName == nc.Status.NodeName {
+				return nil
+			}
+		}
+		return fmt.Errorf("on %s, want the pre-planned %s's node", p.Spec.NodeName, replacement.Name)
 	})
 }
 

@@ -33,14 +33,22 @@ type Controller struct {
 	client   client.Client
 	recorder events.EventRecorder
 	clock    clock.PassiveClock
+	preplan  Preplanner
 }
 
-// New returns the controller; clk is the real clock when nil.
-func New(c client.Client, recorder events.EventRecorder, clk clock.PassiveClock) *Controller {
+// Preplanner launches capacity for a NodeClaim's pods before it is deleted
+// (disruption.Preplanner).
+type Preplanner interface {
+	Preplan(ctx context.Context, method string, nc *karpv1.NodeClaim) ([]string, error)
+}
+
+// New returns the controller; clk is the real clock when nil. preplan, when not nil, launches
+// replacement capacity for an expired NodeClaim's pods as it is deleted.
+func New(c client.Client, recorder events.EventRecorder, clk clock.PassiveClock, preplan Preplanner) *Controller {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &Controller{client: c, recorder: recorder, clock: clk}
+	return &Controller{client: c, recorder: recorder, clock: clk, preplan: preplan}
 }
 
 // ExpiresAt returns when nc expires, and false for expireAfter: Never.
@@ -67,10 +75,19 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if wait := at.Sub(c.clock.Now()); wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
+	logger := log.FromContext(ctx).WithValues("nodeclaim", nc.Name)
+	var replacements []string
+	if c.preplan != nil {
+		// Forceful: a failed pre-plan does not hold the expiration back.
+		var err error
+		if replacements, err = c.preplan.Preplan(ctx, "expiration", nc); err != nil {
+			logger.Error(err, "pre-planning capacity for an expired nodeclaim's pods")
+		}
+	}
 	if err := c.client.Delete(ctx, nc); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("deleting expired nodeclaim %s: %w", nc.Name, err))
 	}
-	log.FromContext(ctx).Info("deleting expired nodeclaim", "nodeclaim", nc.Name, "expireAfter", nc.Spec.ExpireAfter.String(), "node", nc.Status.NodeName)
+	logger.Info("deleting expired nodeclaim", "expireAfter", nc.Spec.ExpireAfter.String(), "node", nc.Status.NodeName, "replacements", replacements)
 	c.recorder.Eventf(nc, nil, corev1.EventTypeNormal, disruption.EventDisruptionTerminating, "Expire",
 		"Disrupting NodeClaim: %s (expireAfter %s)", ReasonExpired, nc.Spec.ExpireAfter.String())
 	disruption.RecordDisrupted(ReasonExpired, nc)

@@ -45,7 +45,7 @@ func TestReconcile(t *testing.T) {
 			}
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(nc).Build()
 			rec := events.NewFakeRecorder(10)
-			ctrl := New(c, rec, clocktesting.NewFakePassiveClock(tt.now))
+			ctrl := New(c, rec, clocktesting.NewFakePassiveClock(tt.now), nil)
 			res, err := ctrl.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKey{Name: "a"}})
 			if err != nil {
 				t.Fatal(err)

@@ -106,13 +106,13 @@ func startLoop(t *testing.T) (stop func()) {
 	factory := informers.NewSharedInformerFactory(clientset, 0)
 	view := &disruption.View{}
 	s, err := solver.New(ctx, solver.Options{State: view, InstanceTypes: staticTypes(its), Profile: profile,
-		Framework: simulation.FrameworkOptions{Client: clientset, InformerFactory: factory}})
+		Framework: simulation.FrameworkOptions{Client: clientset, InformerFactory: factory}, Unavailable: view.Unavailable})
 	if err != nil {
 		t.Fatal(err)
 	}
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
-	sim := disruption.NewSolverSimulator(s, view)
+	sim := disruption.NewSolverSimulator(s, view, nil)
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: clientset.EventsV1()})
 	broadcaster.StartRecordingToSink(ctx.Done())
 	loop := disruption.New(mgr.GetClient(), mgr.GetAPIReader(), broadcaster.NewRecorder(scheme, "karpenter"), clock.RealClock{},

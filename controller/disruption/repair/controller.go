@@ -38,6 +38,8 @@ type Options struct {
 	// Toleration, when positive, replaces every policy's toleration duration. For tests and
 	// demonstrations only; the providers' policies are the documented ones.
 	Toleration time.Duration
+	// Preplan, when not nil, launches capacity for the pods before the NodeClaim goes.
+	Preplan Preplanner
 }
 
 // Controller repairs unhealthy nodes.
@@ -46,9 +48,17 @@ type Controller struct {
 	policies []cloudprovider.RepairPolicy
 	recorder events.EventRecorder
 	clock    clock.PassiveClock
+	preplan  Preplanner
 }
 
-// New returns the controller over the provider's policies.
+// Preplanner launches capacity for a NodeClaim's pods before it is deleted
+// (disruption.Preplanner).
+type Preplanner interface {
+	Preplan(ctx context.Context, method string, nc *karpv1.NodeClaim) ([]string, error)
+}
+
+// New returns the controller over the provider's policies. opts.Preplan, when not nil,
+// launches replacement capacity for the unhealthy node's pods as its NodeClaim is deleted.
 func New(c client.Client, cp cloudprovider.CloudProvider, recorder events.EventRecorder, clk clock.PassiveClock, opts Options) *Controller {
 	if clk == nil {
 		clk = clock.RealClock{}
@@ -60,7 +70,7 @@ func New(c client.Client, cp cloudprovider.CloudProvider, recorder events.EventR
 			policies[i].TolerationDuration = opts.Toleration
 		}
 	}
-	return &Controller{client: c, policies: policies, recorder: recorder, clock: clk}
+	return &Controller{client: c, policies: policies, recorder: recorder, clock: clk, preplan: opts.Preplan}
 }
 
 // unhealthy returns the policy node violates and when the violation began, or false.
@@ -110,6 +120,13 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			"Cannot repair Node: %d of %d nodes are unhealthy, more than %d%%", unhealthyCount, total, int(UnhealthyThreshold*100))
 		return reconcile.Result{RequeueAfter: time.Minute}, nil
 	}
+	var replacements []string
+	if c.preplan != nil {
+		// Forceful: a failed pre-plan does not hold the repair back.
+		if replacements, err = c.preplan.Preplan(ctx, "repair", nc); err != nil {
+			logger.Error(err, "pre-planning capacity for an unhealthy node's pods")
+		}
+	}
 	// Forceful: the termination deadline is now, so the drain deletes the pods at once.
 	stored := nc.DeepCopy()
 	if nc.Annotations == nil {
@@ -122,7 +139,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.client.Delete(ctx, nc); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("deleting unhealthy nodeclaim %s: %w", nc.Name, err))
 	}
-	logger.Info("repairing unhealthy node: deleting its nodeclaim", "since", since)
+	logger.Info("repairing unhealthy node: deleting its nodeclaim", "since", since, "replacements", replacements)
 	c.recorder.Eventf(node, nil, corev1.EventTypeWarning, disruption.EventDisruptionTerminating, "Repair",
 		"Disrupting Node: Unhealthy (%s=%s for more than %s)", policy.ConditionType, policy.ConditionStatus, policy.TolerationDuration)
 	disruption.RecordDisrupted("Unhealthy", nc)

@@ -1,0 +1,94 @@
+package disruption
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/cloudprovider"
+	"github.com/joinery-dev/joinery/cloudprovider/kwok/catalog"
+)
+
+type staticUnavailable map[cloudprovider.OfferingKey]time.Time
+
+func (s staticUnavailable) Unavailable(context.Context) (map[cloudprovider.OfferingKey]time.Time, error) {
+	return s, nil
+}
+
+func replacementTypes(nc *karpv1.NodeClaim) []string {
+	for _, r := range nc.Spec.Requirements {
+		if r.Key == corev1.LabelInstanceTypeStable {
+			return r.Values
+		}
+	}
+	return nil
+}
+
+// TestSolverSimulator runs the real solver: pods that fit nowhere else get a replacement, a
+// pod no instance type holds refuses the command, and offerings recorded unavailable are left
+// out of replacements.
+func TestSolverSimulator(t *testing.T) {
+	f, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	its, err := f.Build(catalog.BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	huge := testPod("huge", "node-a")
+	huge.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("1000")
+	cluster, _ := loadCluster(t, objects(testNodePool("default"), pair(testNode("a", "default", drifted)), testPod("web", "node-a"))...)
+	cands, _ := cluster.Candidates(karpv1.DisruptionReasonDrifted)
+	if len(cands) != 1 {
+		t.Fatalf("candidates = %d", len(cands))
+	}
+
+	sim := benchSimulator(t)
+	result, err := sim.Simulate(context.Background(), cluster, cands)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if why := result.Refusal(cands); why != "" || len(result.Replacements) != 1 {
+		t.Fatalf("refusal %q, %d replacements; want one replacement", why, len(result.Replacements))
+	}
+	if got := result.Destinations["pod-web"]; got != "replacement-0" {
+		t.Errorf("web goes to %q, want replacement-0", got)
+	}
+	first := replacementTypes(result.Replacements[0])[0]
+
+	// Every offering of the cheapest type recorded unavailable: the next replacement lists
+	// other types only.
+	gone := staticUnavailable{}
+	for _, it := range its {
+		if it.Name == first {
+			for _, o := range it.Offerings {
+				gone[cloudprovider.OfferingKey{CapacityType: o.CapacityType(), InstanceType: it.Name, Zone: o.Zone()}] = time.Now().Add(time.Hour)
+			}
+		}
+	}
+	sim.offerings = gone
+	result, err = sim.Simulate(context.Background(), cluster, cands)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(result.Replacements) != 1 || slices.Contains(replacementTypes(result.Replacements[0]), first) {
+		t.Errorf("replacement types %v still list %s, whose offerings are all unavailable", replacementTypes(result.Replacements[0]), first)
+	}
+
+	cluster, _ = loadCluster(t, objects(testNodePool("default"), pair(testNode("a", "default", drifted)), huge)...)
+	cands, _ = cluster.Candidates(karpv1.DisruptionReasonDrifted)
+	result, err = sim.Simulate(context.Background(), cluster, cands)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if why := result.Refusal(cands); !strings.HasPrefix(why, "pod default/huge would not schedule: no NodePool fits") {
+		t.Errorf("refusal = %q", why)
+	}
+}
