@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/joinery-dev/joinery/internal/awsemulator"
 	"github.com/joinery-dev/joinery/e2e/framework"
+	"github.com/joinery-dev/joinery/internal/awsemulator"
 )
 
 // replaceTimeout bounds a disruption decision → the old instance terminated and its
