@@ -19,8 +19,8 @@ LDFLAGS := -X github.com/joinery-dev/joinery/internal/version.Version=$(VERSION)
            -X k8s.io/component-base/version.gitTreeState=clean
 
 .PHONY: build
-build: ## Build joinery-scheduler, joinery-controller and the AWS emulator (hack/awsemulator, for the local cluster) into bin/
-	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/ ./cmd/joinery-scheduler ./cmd/joinery-controller ./hack/awsemulator
+build: ## Build joinery-scheduler, joinery-controller and the AWS emulator (cmd/awsemulator, for the local cluster) into bin/
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/ ./cmd/joinery-scheduler ./cmd/joinery-controller ./cmd/awsemulator
 
 .PHONY: tools
 tools: ## Build etcd, kube-apiserver, kube-controller-manager and kwok from go.mod into .local/bin (once; rebuilt when go.mod changes)
@@ -33,7 +33,7 @@ generate: ## Generate deepcopy functions and the CRDs in manifests/crds
 	$(GO) tool controller-gen crd paths=./apis/... output:crd:dir=manifests/crds
 
 .PHONY: verify
-verify: generate ## Fail when generated files are stale, code is not gofmt'ed, go vet complains or the tree is dirty
+verify: generate ## Fail when generated files are stale, code is not gofmt'ed, go vet complains, an import breaks the layout's rules or the tree is dirty
 	hack/verify.sh
 
 .PHONY: test

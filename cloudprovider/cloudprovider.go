@@ -5,7 +5,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 )
@@ -42,9 +43,19 @@ type CloudProvider interface {
 	RepairPolicies() []RepairPolicy
 	// Name identifies the provider in logs and metrics, e.g. "aws" or "kwok".
 	Name() string
-	// GetSupportedNodeClasses returns the kinds a NodePool's nodeClassRef may name; the first is
-	// the provider's default.
-	GetSupportedNodeClasses() []schema.GroupVersionKind
+	// GetSupportedNodeClasses returns the node classes a NodePool's nodeClassRef may name, one
+	// empty object of each kind (registered in the manager's scheme); the first is the
+	// provider's default. Callers read a class's readiness through NodeClass.GetConditions.
+	GetSupportedNodeClasses() []NodeClass
+}
+
+// NodeClass is a provider's node class (EC2NodeClass, KWOKNodeClass): the cluster-scoped object
+// a NodePool's nodeClassRef names. Its Ready status condition says whether NodePools may launch
+// with it, so neutral controllers judge a class without knowing its kind.
+type NodeClass interface {
+	client.Object
+	// GetConditions returns the class's status conditions.
+	GetConditions() []metav1.Condition
 }
 
 // DriftReason says why an instance drifted from its NodeClass; it is the reason of the

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
-	awsv1 "github.com/joinery-dev/joinery/apis/aws/v1"
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/scheduling"
 )
@@ -20,7 +19,7 @@ func testType(name, family string, offerings ...*Offering) *InstanceType {
 		Requirements: scheduling.NewRequirements(
 			req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, name),
 			req(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "amd64"),
-			req(awsv1.LabelInstanceFamily, corev1.NodeSelectorOpIn, family),
+			req(testFamilyLabel, corev1.NodeSelectorOpIn, family),
 		),
 		Offerings: offerings,
 	}
@@ -46,7 +45,7 @@ func TestInstanceTypesCompatible(t *testing.T) {
 		want string
 	}{
 		{name: "everything with an available offering", reqs: scheduling.NewRequirements(), want: "a,b"},
-		{name: "by family", reqs: scheduling.NewRequirements(req(awsv1.LabelInstanceFamily, corev1.NodeSelectorOpIn, "m5")), want: "a"},
+		{name: "by family", reqs: scheduling.NewRequirements(req(testFamilyLabel, corev1.NodeSelectorOpIn, "m5")), want: "a"},
 		{name: "by zone", reqs: scheduling.NewRequirements(req(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "zone-b")), want: "b"},
 		{name: "by arch", reqs: scheduling.NewRequirements(req(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "arm64")), want: ""},
 		{name: "custom key the types do not define", reqs: scheduling.NewRequirements(req("team", corev1.NodeSelectorOpIn, "x")), want: "a,b"},
@@ -97,7 +96,7 @@ func TestTruncate(t *testing.T) {
 		its = append(its, testType(fmt.Sprintf("t%d", i), family, NewOffering("zone-a", karpv1.CapacityTypeOnDemand, float64(i), true)))
 	}
 	familyMin := func(n int) scheduling.Requirements {
-		r := req(awsv1.LabelInstanceFamily, corev1.NodeSelectorOpExists)
+		r := req(testFamilyLabel, corev1.NodeSelectorOpExists)
 		r.MinValues = ptr.To(n)
 		return scheduling.NewRequirements(r)
 	}
@@ -137,7 +136,7 @@ func TestTruncateCountsOnlyAllowedValues(t *testing.T) {
 		testType("t2", "r5", NewOffering("zone-a", "spot", 2, true)),
 	}
 	// Only m5 and r5 are allowed, so c5 adds nothing toward minValues 2.
-	r := req(awsv1.LabelInstanceFamily, corev1.NodeSelectorOpIn, "m5", "r5")
+	r := req(testFamilyLabel, corev1.NodeSelectorOpIn, "m5", "r5")
 	r.MinValues = ptr.To(2)
 	got, err := its.Truncate(scheduling.NewRequirements(r), 1)
 	if err != nil {

@@ -1,14 +1,29 @@
 package cloudprovider
 
 import (
+	"fmt"
 	"math"
 
 	corev1 "k8s.io/api/core/v1"
 
-	awsv1 "github.com/joinery-dev/joinery/apis/aws/v1"
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/scheduling"
 )
+
+// ReservationIDLabel is the label key that carries an instance's capacity reservation, as
+// Karpenter's cloudprovider.ReservationIDLabel: empty until a provider that offers reserved
+// capacity registers its key with RegisterReservationIDLabel (the AWS provider registers
+// karpenter.k8s.aws/capacity-reservation-id).
+var ReservationIDLabel string
+
+// RegisterReservationIDLabel sets ReservationIDLabel. Providers call it from an init function;
+// two providers linked into one binary must agree on the key, or it panics.
+func RegisterReservationIDLabel(key string) {
+	if ReservationIDLabel != "" && ReservationIDLabel != key {
+		panic(fmt.Sprintf("cloudprovider: reservation label %q registered, but %q is already", key, ReservationIDLabel))
+	}
+	ReservationIDLabel = key
+}
 
 // Offering is one way to buy an instance type: a zone and capacity type (and, for reserved
 // capacity, a reservation), at a price, available or not.
@@ -28,25 +43,32 @@ type Offering struct {
 
 // NewOffering returns an offering of zone and capacityType that is not reserved.
 func NewOffering(zone, capacityType string, price float64, available bool) *Offering {
+	reqs := scheduling.NewRequirements(
+		scheduling.NewRequirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, zone),
+		scheduling.NewRequirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, capacityType),
+	)
+	if ReservationIDLabel != "" {
+		reqs.Add(scheduling.NewRequirement(ReservationIDLabel, corev1.NodeSelectorOpDoesNotExist))
+	}
 	return &Offering{
-		Requirements: scheduling.NewRequirements(
-			scheduling.NewRequirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, zone),
-			scheduling.NewRequirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, capacityType),
-			scheduling.NewRequirement(awsv1.LabelCapacityReservationID, corev1.NodeSelectorOpDoesNotExist),
-		),
-		Price:     price,
-		Available: available,
+		Requirements: reqs,
+		Price:        price,
+		Available:    available,
 	}
 }
 
 // NewReservedOffering returns an offering of the capacity reservation reservationID in zone,
-// available while capacity is positive.
+// available while capacity is positive. It panics when no provider registered
+// ReservationIDLabel.
 func NewReservedOffering(zone, reservationID string, price float64, capacity int) *Offering {
+	if ReservationIDLabel == "" {
+		panic("cloudprovider: a reserved offering needs ReservationIDLabel; the provider registers it with RegisterReservationIDLabel")
+	}
 	return &Offering{
 		Requirements: scheduling.NewRequirements(
 			scheduling.NewRequirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, zone),
 			scheduling.NewRequirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeReserved),
-			scheduling.NewRequirement(awsv1.LabelCapacityReservationID, corev1.NodeSelectorOpIn, reservationID),
+			scheduling.NewRequirement(ReservationIDLabel, corev1.NodeSelectorOpIn, reservationID),
 		),
 		Price:               price,
 		Available:           capacity > 0,
@@ -61,7 +83,12 @@ func (o *Offering) Zone() string { return o.single(corev1.LabelTopologyZone) }
 func (o *Offering) CapacityType() string { return o.single(karpv1.CapacityTypeLabelKey) }
 
 // ReservationID is the capacity reservation of a reserved offering, or "".
-func (o *Offering) ReservationID() string { return o.single(awsv1.LabelCapacityReservationID) }
+func (o *Offering) ReservationID() string {
+	if ReservationIDLabel == "" {
+		return ""
+	}
+	return o.single(ReservationIDLabel)
+}
 
 func (o *Offering) single(key string) string {
 	req, ok := o.Requirements[key]

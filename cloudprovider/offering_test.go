@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	awsv1 "github.com/joinery-dev/joinery/apis/aws/v1"
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/scheduling"
 )
@@ -43,9 +42,9 @@ func TestOfferingCompatibleWith(t *testing.T) {
 		{name: "other zone", offering: spotA, reqs: scheduling.NewRequirements(req(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "zone-b"))},
 		{name: "other capacity type", offering: spotA, reqs: scheduling.NewRequirements(req(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, "on-demand"))},
 		{name: "excluded capacity type", offering: spotA, reqs: scheduling.NewRequirements(req(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpNotIn, "spot"))},
-		{name: "asks for a reservation", offering: spotA, reqs: scheduling.NewRequirements(req(awsv1.LabelCapacityReservationID, corev1.NodeSelectorOpExists))},
-		{name: "reservation asked for", offering: reservedA, reqs: scheduling.NewRequirements(req(awsv1.LabelCapacityReservationID, corev1.NodeSelectorOpIn, "cr-1")), want: true},
-		{name: "other reservation", offering: reservedA, reqs: scheduling.NewRequirements(req(awsv1.LabelCapacityReservationID, corev1.NodeSelectorOpIn, "cr-2"))},
+		{name: "asks for a reservation", offering: spotA, reqs: scheduling.NewRequirements(req(testReservationLabel, corev1.NodeSelectorOpExists))},
+		{name: "reservation asked for", offering: reservedA, reqs: scheduling.NewRequirements(req(testReservationLabel, corev1.NodeSelectorOpIn, "cr-1")), want: true},
+		{name: "other reservation", offering: reservedA, reqs: scheduling.NewRequirements(req(testReservationLabel, corev1.NodeSelectorOpIn, "cr-2"))},
 		{name: "reserved when only spot allowed", offering: reservedA, reqs: scheduling.NewRequirements(req(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, "spot"))},
 	}
 	for _, tt := range tests {
@@ -124,4 +123,17 @@ func TestCapacityTypePriority(t *testing.T) {
 			t.Errorf("%s does not sort before %s", order[i-1], order[i])
 		}
 	}
+}
+
+func TestRegisterReservationIDLabel(t *testing.T) {
+	RegisterReservationIDLabel(testReservationLabel) // the same key again is fine
+	defer func() {
+		if recover() == nil {
+			t.Error("registering a second, different reservation label did not panic")
+		}
+		if ReservationIDLabel != testReservationLabel {
+			t.Errorf("ReservationIDLabel = %q after a refused registration", ReservationIDLabel)
+		}
+	}()
+	RegisterReservationIDLabel("example.org/other-reservation-id")
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Checks what CI must never let through: stale generated code (run after `make generate`),
-# unformatted Go, an untidy go.mod, go vet findings, and files a build or generation left uncommitted.
+# unformatted Go, an untidy go.mod, go vet findings, imports that break the layout's rules
+# (internal/layout), and files a build or generation left uncommitted.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,6 +20,13 @@ fi
 
 if ! go vet ./...; then
   echo "go vet found problems" >&2
+  status=1
+fi
+
+# The package graph docs/architecture.md draws: imports point one way, and neutral packages
+# import no provider. A failure names each offending import.
+if ! go test -count=1 ./internal/layout/; then
+  echo "an import breaks the layout's rules (docs/architecture.md, Layout)" >&2
   status=1
 fi
 

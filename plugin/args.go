@@ -40,6 +40,9 @@ const (
 	DefaultBatchIdleDuration = time.Second
 	DefaultBatchMaxDuration  = 10 * time.Second
 	DefaultMaxInstanceTypes  = 60
+	DefaultPlanHoldDuration  = 5 * time.Minute
+	DefaultPlanTimeout       = time.Minute
+	DefaultQuarantine        = 10 * time.Minute
 )
 
 // ProvisionerArgs are the plugin's args, given in the KubeSchedulerConfiguration:
@@ -53,6 +56,9 @@ const (
 //	    minValuesPolicy: Strict
 //	    maxInstanceTypes: 60
 //	    schedulerNames: [joinery]
+//	    planHoldDuration: 5m
+//	    planTimeout: 1m
+//	    quarantineDuration: 10m
 type ProvisionerArgs struct {
 	// BatchIdleDuration closes a batch when no pod joined it for this long.
 	BatchIdleDuration metav1.Duration `json:"batchIdleDuration"`
@@ -66,6 +72,17 @@ type ProvisionerArgs struct {
 	// the profile's own name. Pods of a name no profile of this scheduler serves are picked up
 	// from their Unschedulable condition, since this scheduler never runs PostFilter for them.
 	SchedulerNames []string `json:"schedulerNames,omitempty"`
+	// PlanHoldDuration bounds how long a pod keeps its pin to its planned node while that
+	// node rejects it for a rule that counts other pods (PodTopologySpread, InterPodAffinity)
+	// and other pods of its plan are still on their way there. After it, the pod is planned
+	// again.
+	PlanHoldDuration metav1.Duration `json:"planHoldDuration"`
+	// PlanTimeout bounds one batch's planning; a batch that runs past it is abandoned and its
+	// pods stay pending.
+	PlanTimeout metav1.Duration `json:"planTimeout"`
+	// QuarantineDuration is how long the pods of a batch whose planning panicked are left out
+	// of batches, so one bad pod cannot crash planning in a loop.
+	QuarantineDuration metav1.Duration `json:"quarantineDuration"`
 }
 
 // DecodeArgs turns the args the framework hands a plugin factory into defaulted, validated
@@ -127,6 +144,15 @@ func (a *ProvisionerArgs) Default(profileName string) {
 	if a.MaxInstanceTypes == 0 {
 		a.MaxInstanceTypes = DefaultMaxInstanceTypes
 	}
+	if a.PlanHoldDuration.Duration == 0 {
+		a.PlanHoldDuration.Duration = DefaultPlanHoldDuration
+	}
+	if a.PlanTimeout.Duration == 0 {
+		a.PlanTimeout.Duration = DefaultPlanTimeout
+	}
+	if a.QuarantineDuration.Duration == 0 {
+		a.QuarantineDuration.Duration = DefaultQuarantine
+	}
 	if len(a.SchedulerNames) == 0 && profileName != "" {
 		a.SchedulerNames = []string{profileName}
 	}
@@ -155,6 +181,15 @@ func (a *ProvisionerArgs) Validate(path *field.Path) field.ErrorList {
 	default:
 		errs = append(errs, field.NotSupported(path.Child("minValuesPolicy"), a.MinValuesPolicy,
 			[]MinValuesPolicy{MinValuesPolicyStrict, MinValuesPolicyBestEffort}))
+	}
+	if hold := a.PlanHoldDuration.Duration; hold <= 0 {
+		errs = append(errs, field.Invalid(path.Child("planHoldDuration"), hold.String(), "must be positive"))
+	}
+	if d := a.PlanTimeout.Duration; d <= 0 {
+		errs = append(errs, field.Invalid(path.Child("planTimeout"), d.String(), "must be positive"))
+	}
+	if d := a.QuarantineDuration.Duration; d <= 0 {
+		errs = append(errs, field.Invalid(path.Child("quarantineDuration"), d.String(), "must be positive"))
 	}
 	if a.MaxInstanceTypes < 1 {
 		errs = append(errs, field.Invalid(path.Child("maxInstanceTypes"), a.MaxInstanceTypes, "must be at least 1"))

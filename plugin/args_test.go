@@ -12,12 +12,15 @@ import (
 
 func TestDecodeArgs(t *testing.T) {
 	defaults := ProvisionerArgs{
-		BatchIdleDuration: metav1.Duration{Duration: time.Second},
-		BatchMaxDuration:  metav1.Duration{Duration: 10 * time.Second},
-		PreferencePolicy:  PreferencePolicyRespect,
-		MinValuesPolicy:   MinValuesPolicyStrict,
-		MaxInstanceTypes:  60,
-		SchedulerNames:    []string{"joinery"},
+		BatchIdleDuration:  metav1.Duration{Duration: time.Second},
+		BatchMaxDuration:   metav1.Duration{Duration: 10 * time.Second},
+		PreferencePolicy:   PreferencePolicyRespect,
+		MinValuesPolicy:    MinValuesPolicyStrict,
+		MaxInstanceTypes:   60,
+		SchedulerNames:     []string{"joinery"},
+		PlanHoldDuration:   metav1.Duration{Duration: 5 * time.Minute},
+		PlanTimeout:        metav1.Duration{Duration: time.Minute},
+		QuarantineDuration: metav1.Duration{Duration: 10 * time.Minute},
 	}
 	with := func(change func(*ProvisionerArgs)) ProvisionerArgs {
 		a := defaults
@@ -33,14 +36,17 @@ func TestDecodeArgs(t *testing.T) {
 	}{
 		{name: "no args", obj: nil, want: defaults},
 		{name: "empty args", obj: &runtime.Unknown{Raw: []byte(`{}`)}, want: defaults},
-		{name: "every field", obj: &runtime.Unknown{Raw: []byte(`{"batchIdleDuration":"2s","batchMaxDuration":"30s","preferencePolicy":"Ignore","minValuesPolicy":"BestEffort","maxInstanceTypes":100,"schedulerNames":["a","b"]}`)},
+		{name: "every field", obj: &runtime.Unknown{Raw: []byte(`{"batchIdleDuration":"2s","batchMaxDuration":"30s","preferencePolicy":"Ignore","minValuesPolicy":"BestEffort","maxInstanceTypes":100,"schedulerNames":["a","b"],"planHoldDuration":"2m","planTimeout":"30s","quarantineDuration":"1h"}`)},
 			want: ProvisionerArgs{
-				BatchIdleDuration: metav1.Duration{Duration: 2 * time.Second},
-				BatchMaxDuration:  metav1.Duration{Duration: 30 * time.Second},
-				PreferencePolicy:  PreferencePolicyIgnore,
-				MinValuesPolicy:   MinValuesPolicyBestEffort,
-				MaxInstanceTypes:  100,
-				SchedulerNames:    []string{"a", "b"},
+				BatchIdleDuration:  metav1.Duration{Duration: 2 * time.Second},
+				BatchMaxDuration:   metav1.Duration{Duration: 30 * time.Second},
+				PreferencePolicy:   PreferencePolicyIgnore,
+				MinValuesPolicy:    MinValuesPolicyBestEffort,
+				MaxInstanceTypes:   100,
+				SchedulerNames:     []string{"a", "b"},
+				PlanHoldDuration:   metav1.Duration{Duration: 2 * time.Minute},
+				PlanTimeout:        metav1.Duration{Duration: 30 * time.Second},
+				QuarantineDuration: metav1.Duration{Duration: time.Hour},
 			}},
 		{name: "yaml content", obj: &runtime.Unknown{ContentType: runtime.ContentTypeYAML, Raw: []byte("batchIdleDuration: 500ms\npreferencePolicy: Ignore\n")},
 			want: with(func(a *ProvisionerArgs) {
@@ -61,6 +67,10 @@ func TestDecodeArgs(t *testing.T) {
 			wantErr: []string{"args.maxInstanceTypes", "must be at least 1"}},
 		{name: "bad and duplicate scheduler names", obj: &runtime.Unknown{Raw: []byte(`{"schedulerNames":["a","A_b","a"]}`)},
 			wantErr: []string{"args.schedulerNames[1]", "args.schedulerNames[2]: Duplicate value"}},
+		{name: "negative plan hold", obj: &runtime.Unknown{Raw: []byte(`{"planHoldDuration":"-1m"}`)},
+			wantErr: []string{"args.planHoldDuration", "must be positive"}},
+		{name: "negative plan timeout and quarantine", obj: &runtime.Unknown{Raw: []byte(`{"planTimeout":"-1s","quarantineDuration":"-1s"}`)},
+			wantErr: []string{"args.planTimeout", "args.quarantineDuration"}},
 		{name: "not runtime.Unknown", obj: &metav1.Status{}, wantErr: []string{"want runtime.Unknown"}},
 	}
 	for _, tc := range cases {

@@ -18,7 +18,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 	"sigs.k8s.io/yaml"
 
-	"github.com/joinery-dev/joinery/e2e/localcluster"
+	"github.com/joinery-dev/joinery/internal/localcluster"
 	"github.com/joinery-dev/joinery/simulation"
 )
 
@@ -45,12 +45,12 @@ func TestSchedulerConfigurations(t *testing.T) {
 func checkProfile(t *testing.T, source string, profile *config.KubeSchedulerProfile) {
 	t.Helper()
 	registry := plugins.NewInTreeRegistry()
-	err := registry.Register(Name, func(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	err := registry.Register(Name, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 		args, err := DecodeArgs(obj, h.ProfileName())
 		if err != nil {
 			return nil, err
 		}
-		return newPlugin(args, h.ProfileName(), dependencies{}), nil
+		return newPlugin(ctx, args, h.ProfileName(), dependencies{}), nil
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -14,6 +15,10 @@ import (
 // which is where a user looking at a Pending pod reads what joinery is doing.
 
 func waitingMessage(nodeClaim string) string { return "waiting for NodeClaim " + nodeClaim }
+
+func quarantinedMessage(until time.Time) string {
+	return "provisioning quarantined until " + until.UTC().Format(time.RFC3339) + ": planning its batch panicked (see joinery-scheduler's log)"
+}
 
 func batchingMessage(pods int) string { return fmt.Sprintf("provisioning: batching %d pod(s)", pods) }
 

@@ -18,6 +18,12 @@ import (
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 )
 
+// CacheSyncer is a planner whose cluster view comes from informers: the plugin waits for it
+// before its first batch.
+type CacheSyncer interface {
+	WaitForCacheSync(ctx context.Context) bool
+}
+
 // New is the plugin factory kube-scheduler calls for each profile that enables the plugin
 // (cmd/joinery-scheduler registers it with app.WithPlugin(Name, New)). Invalid args make it
 // fail, which stops the scheduler with the validation message.
@@ -30,6 +36,7 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin
 	if err != nil {
 		return nil, err
 	}
+	RegisterMetrics()
 	logger := klog.FromContext(ctx).WithName(Name).WithValues("profile", handle.ProfileName())
 	ctx = klog.NewContext(ctx, logger)
 
@@ -51,12 +58,14 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin
 	if err != nil {
 		return nil, fmt.Errorf("%s: building a client: %w", Name, err)
 	}
+	// One cache of joinery's kinds: the NodeClaims the plugin watches, and the NodeClaims and
+	// NodePools the solver reads.
 	nodeClaims, err := crcache.New(kubeConfig, crcache.Options{Scheme: scheme})
 	if err != nil {
 		return nil, fmt.Errorf("%s: building the NodeClaim cache: %w", Name, err)
 	}
 
-	planner, err := NewPlanner(ctx, PlannerOptions{Handle: handle, Args: args, Client: c})
+	planner, err := NewPlanner(ctx, PlannerOptions{Handle: handle, Args: args, Client: c, Cache: nodeClaims})
 	switch {
 	case errors.Is(err, ErrNoPlanner):
 		logger.Info("provisioning is disabled: pods are only reported as pending", "reason", err.Error())
@@ -66,7 +75,7 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin
 	}
 
 	podInformer := handle.SharedInformerFactory().Core().V1().Pods()
-	p := newPlugin(args, handle.ProfileName(), dependencies{
+	p := newPlugin(ctx, args, handle.ProfileName(), dependencies{
 		pods: podInformer.Lister(),
 		nodeInfos: func() fwk.NodeInfoLister {
 			if lister := handle.SnapshotSharedLister(); lister != nil {
@@ -78,6 +87,7 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin
 		recorder:  handle.EventRecorder(),
 		client:    c,
 		planner:   planner,
+		leader:    Leader,
 	})
 
 	podsWatched, err := podInformer.Informer().AddEventHandler(p.podHandler(ctx))
@@ -92,14 +102,28 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin
 	if err != nil {
 		return nil, fmt.Errorf("%s: watching NodeClaims: %w", Name, err)
 	}
+	// The solver reads NodePools through the same cache; start their informer with the rest.
+	npInformer, err := nodeClaims.GetInformer(ctx, &karpv1.NodePool{}, crcache.BlockUntilSynced(false))
+	if err != nil {
+		return nil, fmt.Errorf("%s: watching NodePools: %w", Name, err)
+	}
 	go func() {
 		if err := nodeClaims.Start(ctx); err != nil {
 			logger.Error(err, "NodeClaim cache stopped")
 		}
 	}()
 	if planner != nil {
+		// Caches sync in the background: kube-scheduler calls this factory before its health
+		// server starts. The batch loop starts once they have.
 		synced := func(ctx context.Context) bool {
-			return cache.WaitForCacheSync(ctx.Done(), podsWatched.HasSynced, nodeClaimsWatched.HasSynced)
+			if !cache.WaitForCacheSync(ctx.Done(), podsWatched.HasSynced, nodeClaimsWatched.HasSynced, npInformer.HasSynced) {
+				return false
+			}
+			if syncer, ok := planner.(CacheSyncer); ok && !syncer.WaitForCacheSync(ctx) {
+				return false
+			}
+			logger.Info("caches synced; provisioning can start")
+			return true
 		}
 		go p.run(ctx, synced)
 	}

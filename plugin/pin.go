@@ -14,6 +14,7 @@ var _ fwk.PreFilterPlugin = &Plugin{}
 type launchState struct {
 	nodeName    string // the registered node, once there is one
 	initialized bool
+	taints      []corev1.Taint // the NodeClaim's own taints, which its node keeps
 }
 
 // PreFilter holds a pod that waits for a NodeClaim to that NodeClaim's node. kube-scheduler

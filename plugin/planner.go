@@ -19,6 +19,10 @@ type PlannerOptions struct {
 	Args ProvisionerArgs
 	// Client reads and writes joinery's kinds (NodePools, NodeClaims, node classes).
 	Client client.Client
+	// Cache reads NodePools and NodeClaims from the plugin's informers; nil means read them
+	// through Client. Before each batch the plugin waits until the cache holds every NodeClaim
+	// write it made, so a read through Cache sees the previous batch's NodeClaims.
+	Cache client.Reader
 }
 
 // PlannerFactory builds the solver for one scheduler profile.

@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -28,7 +29,7 @@ type Plugin struct {
 	args    ProvisionerArgs
 	profile string
 	names   sets.Set[string]
-	clock   clock.Clock
+	clock   clock.WithDelayedExecution
 
 	pods      corelisters.PodLister
 	nodeInfos func() fwk.NodeInfoLister // the cycle's snapshot, for PostFilter messages
@@ -38,6 +39,10 @@ type Plugin struct {
 	// planner is nil when no solver is registered: pods are then only reported as pending.
 	planner simulation.Planner
 	batcher *Batcher
+	// ctx is the plugin's lifetime (New's context), for work that outlives a scheduling cycle.
+	ctx context.Context
+	// leader gates the batch loop; nil means always leading.
+	leader Leadership
 
 	mu            sync.Mutex
 	pending       *pendingSet
@@ -45,6 +50,10 @@ type Plugin struct {
 	unschedulable map[types.UID]string               // the latest plan's reason per pod
 	refs          map[types.UID]types.NamespacedName // unassigned pods seen, to activate them by UID
 	launches      map[string]launchState             // NodeClaims by name: their node, once known
+	plans         *planBook                          // which pods were planned together
+	held          map[types.UID]time.Time            // pods keeping a rejected pin (see holdPin), since when
+	written       map[string]sets.Set[types.UID]     // NodeClaim writes the informer does not show yet
+	quarantined   map[types.UID]time.Time            // pods of a batch whose planning panicked, until when
 }
 
 var (
@@ -56,16 +65,17 @@ var (
 // dependencies are what New takes from the framework handle, separated so tests can build a
 // Plugin without a running scheduler.
 type dependencies struct {
-	clock     clock.Clock
+	clock     clock.WithDelayedExecution
 	pods      corelisters.PodLister
 	nodeInfos func() fwk.NodeInfoLister
 	activator fwk.PodActivator
 	recorder  events.EventRecorder
 	client    client.Client
 	planner   simulation.Planner
+	leader    Leadership
 }
 
-func newPlugin(args ProvisionerArgs, profile string, deps dependencies) *Plugin {
+func newPlugin(ctx context.Context, args ProvisionerArgs, profile string, deps dependencies) *Plugin {
 	if deps.clock == nil {
 		deps.clock = clock.RealClock{}
 	}
@@ -80,12 +90,18 @@ func newPlugin(args ProvisionerArgs, profile string, deps dependencies) *Plugin 
 		recorder:      deps.recorder,
 		client:        deps.client,
 		planner:       deps.planner,
+		leader:        deps.leader,
 		batcher:       NewBatcher(deps.clock, args.BatchIdleDuration.Duration, args.BatchMaxDuration.Duration),
 		pending:       newPendingSet(),
 		waits:         newWaitBook(),
 		unschedulable: map[types.UID]string{},
 		refs:          map[types.UID]types.NamespacedName{},
 		launches:      map[string]launchState{},
+		plans:         newPlanBook(),
+		held:          map[types.UID]time.Time{},
+		written:       map[string]sets.Set[types.UID]{},
+		quarantined:   map[types.UID]time.Time{},
+		ctx:           ctx,
 	}
 }
 
@@ -104,39 +120,51 @@ func (p *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *corev1.P
 	if p.nodeInfos != nil {
 		nodes = p.nodeInfos()
 	}
-	msg := p.admit(ctx, pod, filterReasons(statuses, nodes), true)
+	rejectedBy := p.pinnedNodeRejection(pod.UID, statuses)
+	msg, retry := p.admit(ctx, pod, filterReasons(statuses, nodes), rejectedBy, true)
+	p.activateUIDs(ctx, retry...)
 	return nil, fwk.NewStatus(fwk.Unschedulable, msg)
 }
 
-// admit records that pod needs capacity and returns the message describing its state. A pod
-// already waiting for a launching NodeClaim is not planned again.
-func (p *Plugin) admit(ctx context.Context, pod *corev1.Pod, reasons string, alwaysTrigger bool) string {
+// admit records that pod needs capacity and returns the message describing its state, and
+// the held pods to retry because pod left its plan. A pod already waiting for a launching
+// NodeClaim is not planned again; one whose initialized node rejected it (by the Filter
+// rejectedBy, "" when none did) is planned again unless holdPin keeps its pin.
+func (p *Plugin) admit(ctx context.Context, pod *corev1.Pod, reasons, rejectedBy string, alwaysTrigger bool) (string, []types.UID) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.refs[pod.UID] = types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+	var retry []types.UID
 	if nodeClaim, ok := p.waits.nodeClaimFor(pod.UID); ok {
 		if !p.launches[nodeClaim].initialized {
-			return waitingMessage(nodeClaim)
+			return waitingMessage(nodeClaim), nil
 		}
-		// Its node is up and still rejects it: the capacity went to another pod. Plan again.
+		if msg := p.holdPin(ctx, pod.UID, nodeClaim, rejectedBy); msg != "" {
+			return msg, nil
+		}
+		// Its node is up and still rejects it for good: the capacity went to another pod, or
+		// the hold ran out. Plan again.
 		p.waits.forgetPod(pod.UID)
+		delete(p.held, pod.UID)
+		retry = p.heldAffectedBy(pod.UID)
+		p.plans.forget(pod.UID)
 	}
 	added := p.pending.add(pod, reasons, p.clock.Now())
 	if added {
 		klog.FromContext(ctx).V(4).Info("pod pending for capacity", "pod", klog.KObj(pod), "reasons", reasons)
 	}
 	if p.planner == nil {
-		return disabledMessage
+		return disabledMessage, retry
 	}
 	// A retried pod triggers too, so pods left unschedulable by the last plan are planned
 	// again (a NodePool may have appeared) at most every BatchMaxDuration.
-	if added || alwaysTrigger {
+	if (added || alwaysTrigger) && !p.quarantinedNow(pod.UID) {
 		p.batcher.Trigger()
 	}
 	if reason, ok := p.unschedulable[pod.UID]; ok {
-		return reason
+		return reason, retry
 	}
-	return batchingMessage(p.pending.len())
+	return batchingMessage(p.pending.len()), retry
 }
 
 // reservationKey stores, in the cycle state, what Reserve took from the plan.
@@ -159,15 +187,25 @@ func (p *Plugin) Reserve(_ context.Context, state fwk.CycleState, pod *corev1.Po
 	if entry, ok := p.pending.remove(pod.UID); ok {
 		r.pending = &entry
 	}
+	var retry []types.UID
 	if nodeClaim, ok := p.waits.nodeClaimFor(pod.UID); ok {
 		r.nodeClaim = nodeClaim
 		p.waits.forgetPod(pod.UID)
+		delete(p.held, pod.UID)
+		// A pod of a plan is placed: held pods of the plan may fit now, or their plan is
+		// complete and they are to be planned again.
+		retry = p.heldAffectedBy(pod.UID)
 	}
 	if reason, ok := p.unschedulable[pod.UID]; ok {
 		r.unschedulable = &reason
 		delete(p.unschedulable, pod.UID)
 	}
 	state.Write(reservationKey, r)
+	if len(retry) > 0 {
+		// Not from the scheduling cycle itself: it holds the queue's attention until Reserve
+		// returns, and the placed pod is assumed in the cache by the time the others run.
+		go p.activateUIDs(p.ctx, retry...)
+	}
 	return nil
 }
 
@@ -198,11 +236,20 @@ func (p *Plugin) Unreserve(_ context.Context, state fwk.CycleState, pod *corev1.
 }
 
 // forget drops every trace of a pod that was scheduled, bound or deleted.
-func (p *Plugin) forget(uid types.UID) {
+func (p *Plugin) forget(ctx context.Context, uid types.UID) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.pending.remove(uid)
+	_, waited := p.waits.nodeClaimFor(uid)
 	p.waits.forgetPod(uid)
+	delete(p.held, uid)
+	var retry []types.UID
+	if waited {
+		retry = p.heldAffectedBy(uid)
+	}
+	p.plans.forget(uid)
+	delete(p.quarantined, uid)
 	delete(p.unschedulable, uid)
 	delete(p.refs, uid)
+	p.mu.Unlock()
+	p.activateUIDs(ctx, retry...)
 }

@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,10 +12,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	schedcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -51,10 +57,23 @@ func (a *recordingActivator) Activate(_ klog.Logger, pods map[string]*corev1.Pod
 	slices.Sort(a.activated)
 }
 
+func (a *recordingActivator) keys() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.activated)
+}
+
+func (a *recordingActivator) reset() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.activated = nil
+}
+
 type testEnv struct {
 	plugin    *Plugin
 	pods      cache.Indexer
 	activator *recordingActivator
+	clock     *clocktesting.FakeClock
 }
 
 // newTestPlugin builds a plugin for profile "joinery" over a pod indexer holding pods.
@@ -72,8 +91,9 @@ func newTestPlugin(t *testing.T, withPlanner bool, pods ...*corev1.Pod) *testEnv
 		t.Fatal(err)
 	}
 	activator := &recordingActivator{}
+	clock := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	deps := dependencies{
-		clock:     clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
+		clock:     clock,
 		pods:      corelisters.NewPodLister(indexer),
 		activator: activator,
 	}
@@ -83,7 +103,7 @@ func newTestPlugin(t *testing.T, withPlanner bool, pods ...*corev1.Pod) *testEnv
 			return &simulation.Plan{}, nil
 		})
 	}
-	return &testEnv{plugin: newPlugin(args, "joinery", deps), pods: indexer, activator: activator}
+	return &testEnv{plugin: newPlugin(t.Context(), args, "joinery", deps), pods: indexer, activator: activator, clock: clock}
 }
 
 func postFilterMessage(t *testing.T, p *Plugin, pod *corev1.Pod) string {
@@ -113,7 +133,7 @@ func TestPostFilterMessages(t *testing.T) {
 		t.Errorf("retried pod: %q, want %q (a pod is pending once)", got, want)
 	}
 
-	p.nominate("default-x7k2p", []*corev1.Pod{a})
+	p.nominate(1, "default-x7k2p", []*corev1.Pod{a})
 	if got, want := postFilterMessage(t, p, a), "waiting for NodeClaim default-x7k2p"; got != want {
 		t.Errorf("waiting pod: %q, want %q", got, want)
 	}
@@ -153,7 +173,7 @@ func TestReserveUnreserve(t *testing.T) {
 	p := env.plugin
 	postFilterMessage(t, p, pending)
 	postFilterMessage(t, p, waiting)
-	p.nominate("default-abc", []*corev1.Pod{waiting})
+	p.nominate(1, "default-abc", []*corev1.Pod{waiting})
 
 	states := map[types.UID]fwk.CycleState{}
 	for _, pod := range []*corev1.Pod{pending, waiting, fresh} {
@@ -296,7 +316,9 @@ func TestObserveNodeClaim(t *testing.T) {
 		t.Errorf("activated %v, want %v", env.activator.activated, want)
 	}
 	// The node is up and still rejects a: its capacity went elsewhere, so a is planned again.
-	postFilterMessage(t, p, a)
+	insufficient := framework.NewDefaultNodeToStatus()
+	insufficient.Set("node-abc", fwk.NewStatus(fwk.Unschedulable, "Insufficient cpu").WithPlugin("NodeResourcesFit"))
+	p.PostFilter(t.Context(), framework.NewCycleState(), a, insufficient)
 	if _, ok := p.waits.nodeClaimFor(a.UID); ok {
 		t.Error("a still waits for a node that rejected it")
 	}
@@ -309,4 +331,259 @@ func TestObserveNodeClaim(t *testing.T) {
 	if _, ok := p.waits.nodeClaimFor(b.UID); ok {
 		t.Error("pods still wait for a deleted NodeClaim")
 	}
+}
+
+// TestPinnedPodRejectedByItsNode: a pod whose initialized node rejects it is planned again at
+// once when the rule is one its plan cannot outgrow, and keeps its pin while the rule counts
+// other pods and another pod of its plan is still on its way, until PlanHoldDuration.
+func TestPinnedPodRejectedByItsNode(t *testing.T) {
+	cases := []struct {
+		name string
+		// rejectedBy is the Filter that rejects the pinned node; "" leaves the node out of
+		// the statuses, as when the cycle's snapshot does not hold it yet.
+		rejectedBy string
+		// siblingWaits keeps the other pod of the plan waiting for its launching NodeClaim.
+		siblingWaits bool
+		// elapsed passes between the first rejection and the one checked.
+		elapsed time.Duration
+		// nodeTaints are the node's taints in the cycle's snapshot; ownTaints the NodeClaim's.
+		nodeTaints, ownTaints []corev1.Taint
+		wantHeld              bool
+	}{
+		{name: "resources, plan still arriving", rejectedBy: "NodeResourcesFit", siblingWaits: true, wantHeld: false},
+		{name: "taint, plan still arriving", rejectedBy: "TaintToleration", siblingWaits: true, wantHeld: false},
+		{name: "node affinity, plan still arriving", rejectedBy: "NodeAffinity", siblingWaits: true, wantHeld: false},
+		{name: "volumes, plan still arriving", rejectedBy: "VolumeBinding", siblingWaits: true, wantHeld: false},
+		{name: "spread, plan still arriving", rejectedBy: "PodTopologySpread", siblingWaits: true, wantHeld: true},
+		{name: "pod affinity, plan still arriving", rejectedBy: "InterPodAffinity", siblingWaits: true, wantHeld: true},
+		{name: "spread, plan complete", rejectedBy: "PodTopologySpread", siblingWaits: false, wantHeld: false},
+		{name: "spread, hold ran out", rejectedBy: "PodTopologySpread", siblingWaits: true, elapsed: DefaultPlanHoldDuration, wantHeld: false},
+		{name: "spread, within the hold", rejectedBy: "PodTopologySpread", siblingWaits: true, elapsed: DefaultPlanHoldDuration - time.Second, wantHeld: true},
+		{name: "node not in the snapshot yet", rejectedBy: "", siblingWaits: false, wantHeld: true},
+		{name: "snapshot still has the not-ready taint", rejectedBy: "TaintToleration",
+			nodeTaints: []corev1.Taint{{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}}, wantHeld: true},
+		{name: "the NodeClaim's own taint", rejectedBy: "TaintToleration",
+			nodeTaints: []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}},
+			ownTaints:  []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}}, wantHeld: false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pod, sibling := testPod("ns", "pod"), testPod("ns", "sibling")
+			env := newTestPlugin(t, true, pod, sibling)
+			p := env.plugin
+			p.nominate(1, "default-a", []*corev1.Pod{pod})
+			p.nominate(1, "default-b", []*corev1.Pod{sibling})
+			initialized := []metav1.Condition{{Type: karpv1.ConditionTypeInitialized, Status: metav1.ConditionTrue}}
+			p.observeNodeClaim(t.Context(), &karpv1.NodeClaim{
+				ObjectMeta: metav1.ObjectMeta{Name: "default-a"},
+				Spec:       karpv1.NodeClaimSpec{Taints: tc.ownTaints},
+				Status:     karpv1.NodeClaimStatus{NodeName: "node-a", Conditions: initialized},
+			})
+			snapshot := schedcache.NewSnapshot(nil, []*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}, Spec: corev1.NodeSpec{Taints: tc.nodeTaints}}})
+			p.nodeInfos = snapshot.NodeInfos
+			if !tc.siblingWaits {
+				p.Reserve(t.Context(), framework.NewCycleState(), sibling, "node-b")
+			}
+			statuses := framework.NewDefaultNodeToStatus()
+			if tc.rejectedBy != "" {
+				statuses.Set("node-a", fwk.NewStatus(fwk.Unschedulable, "rejected").WithPlugin(tc.rejectedBy))
+			}
+			postFilter := func() string {
+				_, status := p.PostFilter(t.Context(), framework.NewCycleState(), pod, statuses)
+				return status.Message()
+			}
+			msg := postFilter()
+			if tc.elapsed > 0 {
+				env.clock.Step(tc.elapsed)
+				msg = postFilter()
+			}
+			_, waits := p.waits.nodeClaimFor(pod.UID)
+			if waits != tc.wantHeld || p.pending.has(pod.UID) == tc.wantHeld {
+				t.Errorf("pod waits %v, pending %v (message %q); want held %v", waits, p.pending.has(pod.UID), msg, tc.wantHeld)
+			}
+			if tc.wantHeld && !strings.Contains(msg, "waiting for NodeClaim default-a") {
+				t.Errorf("message %q, want it to say the pod waits for default-a", msg)
+			}
+		})
+	}
+}
+
+// TestHeldPodRetried: a held pod is moved to the active queue when a pod of its plan is
+// placed, and when its hold runs out.
+func TestHeldPodRetried(t *testing.T) {
+	pod, sibling, other := testPod("ns", "pod"), testPod("ns", "sibling"), testPod("ns", "other")
+	env := newTestPlugin(t, true, pod, sibling, other)
+	p := env.plugin
+	p.nominate(1, "default-a", []*corev1.Pod{pod})
+	p.nominate(1, "default-b", []*corev1.Pod{sibling})
+	p.nominate(2, "default-c", []*corev1.Pod{other})
+	initialized := []metav1.Condition{{Type: karpv1.ConditionTypeInitialized, Status: metav1.ConditionTrue}}
+	p.observeNodeClaim(t.Context(), &karpv1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "default-a"},
+		Status:     karpv1.NodeClaimStatus{NodeName: "node-a", Conditions: initialized},
+	})
+	env.activator.reset()
+	statuses := framework.NewDefaultNodeToStatus()
+	statuses.Set("node-a", fwk.NewStatus(fwk.Unschedulable, "spread").WithPlugin("PodTopologySpread"))
+	p.PostFilter(t.Context(), framework.NewCycleState(), pod, statuses)
+
+	// A pod of another plan is placed: nothing to retry.
+	p.Reserve(t.Context(), framework.NewCycleState(), other, "node-c")
+	// The sibling is placed: the held pod is retried (from a goroutine).
+	p.Reserve(t.Context(), framework.NewCycleState(), sibling, "node-b")
+	if err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return len(env.activator.keys()) > 0, nil
+	}); err != nil {
+		t.Fatalf("the held pod was not retried when its sibling was placed: %v", err)
+	}
+	if got, want := env.activator.keys(), []string{"ns/pod"}; !slices.Equal(got, want) {
+		t.Errorf("activated %v, want %v", got, want)
+	}
+
+	// Hold it again behind a new sibling; the hold's end retries it too.
+	env.activator.reset()
+	p.Unreserve(t.Context(), framework.NewCycleState(), sibling, "node-b") // no state: a no-op
+	p.nominate(1, "default-b", []*corev1.Pod{sibling})
+	p.PostFilter(t.Context(), framework.NewCycleState(), pod, statuses)
+	env.clock.Step(DefaultPlanHoldDuration)
+	if err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return slices.Contains(env.activator.keys(), "ns/pod"), nil
+	}); err != nil {
+		t.Fatalf("the held pod was not retried when its hold ran out: %v", err)
+	}
+}
+
+// TestPlanningFailures: a planner that panics costs one batch — the panic is recovered and
+// counted, the batch's pods get an event and are left out of batches until their quarantine
+// ends — and a planner that overruns planTimeout is abandoned.
+func TestPlanningFailures(t *testing.T) {
+	RegisterMetrics()
+	cases := []struct {
+		name string
+		plan func(ctx context.Context) (*simulation.Plan, error)
+		// wantQuarantine: the pods are out of batches until the quarantine ends.
+		wantQuarantine bool
+		metric         *metrics.CounterVec
+	}{
+		{name: "panic", plan: func(context.Context) (*simulation.Plan, error) { panic("solver bug") },
+			wantQuarantine: true, metric: solverPanics},
+		{name: "nil map write", plan: func(context.Context) (*simulation.Plan, error) {
+			var m map[string]int
+			m["x"]++
+			return nil, nil
+		}, wantQuarantine: true, metric: solverPanics},
+		{name: "overruns its deadline", plan: func(ctx context.Context) (*simulation.Plan, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}, wantQuarantine: false, metric: planTimeouts},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := testPod("ns", "a"), testPod("ns", "b")
+			env := newTestPlugin(t, true, a, b)
+			p := env.plugin
+			p.args.PlanTimeout.Duration = 10 * time.Millisecond
+			recorder := events.NewFakeRecorder(10)
+			p.recorder = recorder
+			p.planner = plannerFunc(func(ctx context.Context, _ []*corev1.Pod) (*simulation.Plan, error) { return tc.plan(ctx) })
+			postFilterMessage(t, p, a)
+			postFilterMessage(t, p, b)
+			before, err := testutil.GetCounterMetricValue(tc.metric.WithLabelValues("joinery"))
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			p.provisionBatch(t.Context()) // must not panic
+
+			after, err := testutil.GetCounterMetricValue(tc.metric.WithLabelValues("joinery"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if after != before+1 {
+				t.Errorf("metric went from %v to %v, want +1", before, after)
+			}
+			if !p.pending.has(a.UID) || !p.pending.has(b.UID) {
+				t.Error("the batch's pods left the pending set; they must stay pending")
+			}
+			batch := p.takeBatch()
+			if got := len(batch) == 0; got != tc.wantQuarantine {
+				t.Errorf("next batch %v; want the pods quarantined: %v", formatPods(batch), tc.wantQuarantine)
+			}
+			if !tc.wantQuarantine {
+				return
+			}
+			if msg := postFilterMessage(t, p, a); !strings.Contains(msg, "quarantined") {
+				t.Errorf("message %q, want it to say the pod is quarantined", msg)
+			}
+			for range 2 {
+				select {
+				case ev := <-recorder.Events:
+					if !strings.Contains(ev, "FailedScheduling") || !strings.Contains(ev, "quarantined") {
+						t.Errorf("event %q, want a FailedScheduling event saying the pod is quarantined", ev)
+					}
+				default:
+					t.Fatal("fewer than one event per pod of the batch")
+				}
+			}
+			env.clock.Step(p.args.QuarantineDuration.Duration)
+			if batch := p.takeBatch(); len(batch) != 2 {
+				t.Errorf("after the quarantine the batch is %v, want both pods", formatPods(batch))
+			}
+		})
+	}
+}
+
+// TestWritesObserved: a batch waits until the NodeClaim informer shows the NodeClaims this
+// process wrote, so the solver, which reads NodeClaims from that informer, counts them.
+func TestWritesObserved(t *testing.T) {
+	a, b := testPod("ns", "a"), testPod("ns", "b")
+	cases := []struct {
+		name         string
+		observed     *karpv1.NodeClaim
+		wantObserved bool
+	}{
+		{name: "not seen yet", observed: nil, wantObserved: false},
+		{name: "seen without the added pod", observed: withPlanned("default-a", a.UID), wantObserved: false},
+		{name: "seen with every written pod", observed: withPlanned("default-a", a.UID, b.UID), wantObserved: true},
+		{name: "another NodeClaim seen", observed: withPlanned("default-b", a.UID, b.UID), wantObserved: false},
+		{name: "seen being deleted", observed: deleting(withPlanned("default-a")), wantObserved: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newTestPlugin(t, true, a, b)
+			p := env.plugin
+			p.expectWritten("default-a", []types.UID{a.UID})
+			p.expectWritten("default-a", []types.UID{b.UID})
+			if tc.observed != nil {
+				p.observeNodeClaim(t.Context(), tc.observed)
+			}
+			if got := p.writesUnobserved() == 0; got != tc.wantObserved {
+				t.Errorf("writes observed = %v, want %v", got, tc.wantObserved)
+			}
+		})
+	}
+
+	// awaitWritesObserved returns once the informer shows the write.
+	env := newTestPlugin(t, true, a)
+	p := env.plugin
+	p.expectWritten("default-a", []types.UID{a.UID})
+	done := make(chan struct{})
+	go func() {
+		p.awaitWritesObserved(t.Context())
+		close(done)
+	}()
+	p.observeNodeClaim(t.Context(), withPlanned("default-a", a.UID))
+	<-done
+}
+
+func withPlanned(name string, pods ...types.UID) *karpv1.NodeClaim {
+	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	simulation.AddPlannedPods(nc, pods...)
+	return nc
+}
+
+func deleting(nc *karpv1.NodeClaim) *karpv1.NodeClaim {
+	now := metav1.Now()
+	nc.DeletionTimestamp = &now
+	return nc
 }

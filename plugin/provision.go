@@ -2,17 +2,34 @@ package plugin
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+
+	"github.com/joinery-dev/joinery/simulation"
 )
 
 // run plans a batch whenever the batcher closes a window, until ctx ends. It starts only once
 // synced reports the NodeClaims and pods are known, so that after a restart pods already
-// planned onto a launching NodeClaim are not planned again.
+// planned onto a launching NodeClaim are not planned again, and once this process leads (see
+// Leadership): a standby replica keeps its view of pods and NodeClaims current but publishes
+// nothing.
 func (p *Plugin) run(ctx context.Context, synced func(context.Context) bool) {
 	if !synced(ctx) {
 		return
+	}
+	if p.leader != nil {
+		klog.FromContext(ctx).Info("provisioning waits for this scheduler to lead")
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.leader.Leading():
+		}
+		klog.FromContext(ctx).Info("this scheduler leads: provisioning")
 	}
 	for p.batcher.Wait(ctx) {
 		p.provisionBatch(ctx)
@@ -26,15 +43,80 @@ func (p *Plugin) provisionBatch(ctx context.Context) {
 	if len(pods) == 0 {
 		return
 	}
+	p.awaitWritesObserved(ctx)
 	start := p.clock.Now()
-	plan, err := p.planner.Plan(ctx, pods)
-	if err != nil {
+	plan, err := p.plan(ctx, pods)
+	var panicked *planPanic
+	switch {
+	case errors.As(err, &panicked):
+		solverPanics.WithLabelValues(p.profile).Inc()
+		logger.Error(err, "planning capacity panicked; quarantining the batch's pods", "pods", len(pods), "quarantine", p.args.QuarantineDuration.Duration, "stack", string(panicked.stack))
+		p.quarantine(pods)
+		return
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		planTimeouts.WithLabelValues(p.profile).Inc()
+		logger.Error(err, "planning capacity ran past planTimeout; the pods stay pending", "pods", len(pods), "planTimeout", p.args.PlanTimeout.Duration)
+		return
+	case err != nil:
 		// The pods stay pending; their next scheduling attempt triggers another batch.
 		logger.Error(err, "planning capacity failed", "pods", len(pods))
 		return
 	}
 	logger.Info("found provisionable pod(s)", "Pods", formatPods(pods), "duration", p.clock.Since(start))
 	p.publish(ctx, pods, plan)
+}
+
+// planPanic is a panic of the planner, recovered.
+type planPanic struct {
+	value any
+	stack []byte
+}
+
+func (e *planPanic) Error() string { return fmt.Sprintf("the planner panicked: %v", e.value) }
+
+// plan runs the planner with PlanTimeout as its deadline, turning a panic into a *planPanic:
+// a bug in the solver must cost one batch, not kube-scheduler.
+func (p *Plugin) plan(ctx context.Context, pods []*corev1.Pod) (plan *simulation.Plan, err error) {
+	ctx, cancel := context.WithTimeout(ctx, p.args.PlanTimeout.Duration)
+	defer cancel()
+	defer func() {
+		if r := recover(); r != nil {
+			plan, err = nil, &planPanic{value: r, stack: debug.Stack()}
+		}
+	}()
+	return p.planner.Plan(ctx, pods)
+}
+
+// quarantine leaves pods out of batches for QuarantineDuration and tells them why. They stay
+// pending: once the quarantine ends, their next scheduling attempt plans them again.
+func (p *Plugin) quarantine(pods []*corev1.Pod) {
+	until := p.clock.Now().Add(p.args.QuarantineDuration.Duration)
+	p.mu.Lock()
+	for _, pod := range pods {
+		p.quarantined[pod.UID] = until
+		p.unschedulable[pod.UID] = quarantinedMessage(until)
+	}
+	p.mu.Unlock()
+	for _, pod := range pods {
+		p.event(pod, corev1.EventTypeWarning, reasonFailedScheduling, "Provision", "Failed to schedule pod, %s", quarantinedMessage(until))
+	}
+	// Retry them when it ends rather than at kube-scheduler's next flush of unschedulable pods.
+	p.clock.AfterFunc(p.args.QuarantineDuration.Duration, func() { p.activateUIDs(p.ctx, uids(pods)...) })
+}
+
+// quarantinedNow reports whether uid is quarantined, and ends a quarantine that is over.
+// Callers hold p.mu.
+func (p *Plugin) quarantinedNow(uid types.UID) bool {
+	until, ok := p.quarantined[uid]
+	if !ok {
+		return false
+	}
+	if p.clock.Now().Before(until) {
+		return true
+	}
+	delete(p.quarantined, uid)
+	delete(p.unschedulable, uid)
+	return false
 }
 
 // takeBatch returns the pending pods as they are now: it drops pods that were deleted,
@@ -48,6 +130,9 @@ func (p *Plugin) takeBatch() []*corev1.Pod {
 		_, waiting := p.waits.nodeClaimFor(entry.uid)
 		if err != nil || pod.UID != entry.uid || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || podFinished(pod) || waiting {
 			p.pending.remove(entry.uid)
+			continue
+		}
+		if p.quarantinedNow(entry.uid) {
 			continue
 		}
 		pods = append(pods, pod)

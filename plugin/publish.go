@@ -35,6 +35,9 @@ func (p *Plugin) publish(ctx context.Context, batch []*corev1.Pod, plan *simulat
 		planned += len(nc.Pods)
 	}
 	logger.Info("computed new nodeclaim(s) to fit pod(s)", "nodeclaims", len(plan.NewNodeClaims), "pods", planned)
+	p.mu.Lock()
+	planID := p.plans.begin()
+	p.mu.Unlock()
 
 	for _, claim := range plan.NewNodeClaims {
 		pods := p.stillPending(claim.Pods)
@@ -46,12 +49,13 @@ func (p *Plugin) publish(ctx context.Context, batch []*corev1.Pod, plan *simulat
 			logger.Error(err, "creating nodeclaim failed; its pods stay pending", "NodePool", klog.KRef("", claim.NodeClaim.Labels[karpv1.NodePoolLabelKey]), "pods", len(pods))
 			continue
 		}
+		p.expectWritten(created.Name, uids(pods))
 		logger.Info("created nodeclaim",
 			"NodePool", klog.KRef("", created.Labels[karpv1.NodePoolLabelKey]),
 			"NodeClaim", klog.KRef("", created.Name),
 			"requests", created.Spec.Resources.Requests,
 			"instance-types", formatInstanceTypes(instanceTypes(created)))
-		p.nominate(created.Name, pods)
+		p.nominate(planID, created.Name, pods)
 	}
 
 	byUID := make(map[types.UID]*corev1.Pod, len(batch))
@@ -73,8 +77,9 @@ func (p *Plugin) publish(ctx context.Context, batch []*corev1.Pod, plan *simulat
 			logger.Error(err, "recording pods on an in-flight nodeclaim failed; they stay pending", "NodeClaim", klog.KRef("", name), "pods", len(pods))
 			continue
 		}
+		p.expectWritten(name, uids(pods))
 		logger.V(1).Info("planned pod(s) onto in-flight nodeclaim", "NodeClaim", klog.KRef("", name), "pods", len(pods))
-		p.nominate(name, pods)
+		p.nominate(planID, name, pods)
 	}
 
 	p.recordUnschedulable(plan.Unschedulable, byUID)
@@ -153,11 +158,12 @@ func (p *Plugin) addPlannedPods(ctx context.Context, name string, pods []*corev1
 	})
 }
 
-// nominate records that pods wait for nodeClaim and tells them so.
-func (p *Plugin) nominate(nodeClaim string, pods []*corev1.Pod) {
+// nominate records that pods, planned together in plan, wait for nodeClaim and tells them so.
+func (p *Plugin) nominate(plan uint64, nodeClaim string, pods []*corev1.Pod) {
 	p.mu.Lock()
 	for _, pod := range pods {
 		p.waits.assign(nodeClaim, pod.UID)
+		p.plans.add(plan, pod.UID)
 		p.pending.remove(pod.UID)
 		delete(p.unschedulable, pod.UID)
 	}

@@ -3,10 +3,13 @@ package plugin
 import (
 	"context"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -32,7 +35,7 @@ func (p *Plugin) podHandler(ctx context.Context) cache.ResourceEventHandler {
 				obj = tombstone.Obj
 			}
 			if pod, ok := obj.(*corev1.Pod); ok {
-				p.forget(pod.UID)
+				p.forget(ctx, pod.UID)
 			}
 		},
 	}
@@ -44,11 +47,12 @@ func (p *Plugin) observePod(ctx context.Context, obj any) {
 		return
 	}
 	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || podFinished(pod) {
-		p.forget(pod.UID)
+		p.forget(ctx, pod.UID)
 		return
 	}
 	if p.needsCapacityWithoutPostFilter(pod) {
-		p.admit(ctx, pod, unschedulableMessage(pod), false)
+		_, retry := p.admit(ctx, pod, unschedulableMessage(pod), rejectedElsewhere, false)
+		p.activateUIDs(ctx, retry...)
 		return
 	}
 	p.mu.Lock()
@@ -99,6 +103,7 @@ func (p *Plugin) nodeClaimHandler(ctx context.Context) cache.ResourceEventHandle
 			if nc, ok := obj.(*karpv1.NodeClaim); ok {
 				p.mu.Lock()
 				delete(p.launches, nc.Name)
+				delete(p.written, nc.Name)
 				p.mu.Unlock()
 				p.release(ctx, nc.Name)
 			}
@@ -111,6 +116,7 @@ func (p *Plugin) observeNodeClaim(ctx context.Context, obj any) {
 	if !ok {
 		return
 	}
+	p.writeObserved(nc)
 	if nc.DeletionTimestamp != nil {
 		p.release(ctx, nc.Name)
 		return
@@ -118,7 +124,7 @@ func (p *Plugin) observeNodeClaim(ctx context.Context, obj any) {
 	initialized := meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeInitialized)
 	p.mu.Lock()
 	before := p.launches[nc.Name]
-	p.launches[nc.Name] = launchState{nodeName: nc.Status.NodeName, initialized: initialized}
+	p.launches[nc.Name] = launchState{nodeName: nc.Status.NodeName, initialized: initialized, taints: nc.Spec.Taints}
 	p.mu.Unlock()
 	if initialized {
 		// The pods keep waiting, held to this node by PreFilter: retry them now.
@@ -146,8 +152,13 @@ func (p *Plugin) observeNodeClaim(ctx context.Context, obj any) {
 func (p *Plugin) release(ctx context.Context, nodeClaim string) {
 	p.mu.Lock()
 	uids := p.waits.forgetNodeClaim(nodeClaim)
+	for _, uid := range uids {
+		delete(p.held, uid)
+	}
+	// Held pods of the same plans: one of their siblings will not arrive as planned.
+	retry := p.heldAffectedBy(uids...)
 	p.mu.Unlock()
-	p.activate(ctx, nodeClaim, uids)
+	p.activate(ctx, nodeClaim, append(uids, retry...))
 }
 
 // waitingFor returns the pods waiting for nodeClaim.
@@ -177,7 +188,11 @@ func (p *Plugin) activate(ctx context.Context, nodeClaim string, uids []types.UI
 		}
 	}
 	logger := klog.FromContext(ctx)
-	logger.V(2).Info("nodeclaim no longer launching; retrying its pods", "NodeClaim", klog.KRef("", nodeClaim), "pods", len(toActivate))
+	if nodeClaim != "" {
+		logger.V(2).Info("nodeclaim no longer launching; retrying its pods", "NodeClaim", klog.KRef("", nodeClaim), "pods", len(toActivate))
+	} else {
+		logger.V(4).Info("retrying held pods", "pods", len(toActivate))
+	}
 	if len(toActivate) > 0 {
 		p.activator.Activate(logger, toActivate)
 	}
@@ -187,4 +202,55 @@ func (p *Plugin) activate(ctx context.Context, nodeClaim string, uids []types.UI
 // node not yet initialized.
 func launching(nc *karpv1.NodeClaim) bool {
 	return nc.DeletionTimestamp == nil && !meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeInitialized)
+}
+
+// expectWritten records that this process wrote pods into nodeClaim's planned-pods annotation
+// (creating it, or adding to it); until the informer shows the write, the next batch waits.
+func (p *Plugin) expectWritten(nodeClaim string, pods []types.UID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.written[nodeClaim] == nil {
+		p.written[nodeClaim] = sets.New[types.UID]()
+	}
+	p.written[nodeClaim].Insert(pods...)
+}
+
+// writeObserved clears the writes to nc that the informer now shows.
+func (p *Plugin) writeObserved(nc *karpv1.NodeClaim) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	want, ok := p.written[nc.Name]
+	if !ok {
+		return
+	}
+	if nc.DeletionTimestamp != nil || sets.New(simulation.PlannedPods(nc)...).IsSuperset(want) {
+		delete(p.written, nc.Name)
+	}
+}
+
+// writesUnobserved returns how many NodeClaims this process wrote that its informer does not
+// show yet.
+func (p *Plugin) writesUnobserved() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.written)
+}
+
+// writeObserveTimeout bounds how long a batch waits for the informer to show the previous
+// batch's NodeClaims.
+const writeObserveTimeout = 10 * time.Second
+
+// awaitWritesObserved waits until the informer shows every NodeClaim write of earlier batches,
+// so the solver, which reads NodeClaims from that informer, counts them (limits, in-flight
+// capacity). After writeObserveTimeout it plans anyway, and says so.
+func (p *Plugin) awaitWritesObserved(ctx context.Context) {
+	if p.writesUnobserved() == 0 {
+		return
+	}
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, writeObserveTimeout, true, func(context.Context) (bool, error) {
+		return p.writesUnobserved() == 0, nil
+	})
+	if err != nil && ctx.Err() == nil {
+		klog.FromContext(ctx).Info("planning before the NodeClaim informer shows every earlier write", "unobserved", p.writesUnobserved(), "waited", writeObserveTimeout)
+	}
 }

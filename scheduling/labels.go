@@ -7,15 +7,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 
-	awsv1 "github.com/joinery-dev/joinery/apis/aws/v1"
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 )
 
 // WellKnownLabels are the label keys that joinery derives from instance types and offerings (or
 // sets itself), so a pod may constrain them even when a NodePool leaves them open: "if a
 // requirement is not defined for a well known label, any value available to the cloud provider
-// may be chosen". Pass it as allowUndefined to Requirements.Compatible. Treat it as read-only.
-var WellKnownLabels = sets.New(append([]string{
+// may be chosen". Pass it as allowUndefined to Requirements.Compatible. Treat it as read-only:
+// it holds Kubernetes' and Karpenter's keys, and cloud providers add their own (the instance
+// types' and offerings' labels) with RegisterWellKnownLabels.
+var WellKnownLabels = sets.New(
 	// Kubernetes.
 	corev1.LabelArchStable,
 	corev1.LabelOSStable,
@@ -27,11 +28,15 @@ var WellKnownLabels = sets.New(append([]string{
 	// Karpenter.
 	karpv1.NodePoolLabelKey,
 	karpv1.CapacityTypeLabelKey,
-	// AWS offerings; the instance types' own labels follow.
-	awsv1.LabelCapacityReservationID,
-	awsv1.LabelCapacityReservationType,
-	awsv1.LabelTopologyZoneID,
-}, awsv1.InstanceTypeLabels...)...)
+)
+
+// RegisterWellKnownLabels adds a cloud provider's label keys to WellKnownLabels. Providers call
+// it from an init function of the package that builds their instance types, as Karpenter's
+// providers extend its well-known labels, so the set is complete before any caller reads it;
+// it is not safe to call concurrently with readers.
+func RegisterWellKnownLabels(keys ...string) {
+	WellKnownLabels.Insert(keys...)
+}
 
 // IsWellKnownLabel reports whether key is in WellKnownLabels.
 func IsWellKnownLabel(key string) bool { return WellKnownLabels.Has(key) }

@@ -29,8 +29,6 @@ func TestWellKnownLabels(t *testing.T) {
 		corev1.LabelArchStable, corev1.LabelOSStable, corev1.LabelInstanceTypeStable, corev1.LabelTopologyZone,
 		corev1.LabelTopologyRegion, corev1.LabelHostname, corev1.LabelWindowsBuild,
 		"karpenter.sh/nodepool", "karpenter.sh/capacity-type",
-		"karpenter.k8s.aws/instance-family", "karpenter.k8s.aws/instance-gpu-count", "karpenter.k8s.aws/instance-pods",
-		"karpenter.k8s.aws/capacity-reservation-id", "topology.k8s.aws/zone-id",
 	} {
 		if !IsWellKnownLabel(k) {
 			t.Errorf("%s is not well-known", k)
@@ -41,6 +39,21 @@ func TestWellKnownLabels(t *testing.T) {
 		if IsWellKnownLabel(k) {
 			t.Errorf("%s is well-known", k)
 		}
+	}
+}
+
+func TestRegisterWellKnownLabels(t *testing.T) {
+	const key = "example.com/instance-family"
+	if IsWellKnownLabel(key) {
+		t.Fatalf("%s is well-known before a provider registers it", key)
+	}
+	RegisterWellKnownLabels(key)
+	t.Cleanup(func() { WellKnownLabels.Delete(key) })
+	if !IsWellKnownLabel(key) {
+		t.Errorf("%s is not well-known after RegisterWellKnownLabels", key)
+	}
+	if err := IsRestrictedLabel(key); err != nil {
+		t.Errorf("IsRestrictedLabel(%q) = %v after registration", key, err)
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/interpodaffinity"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 )
 
 // CheckPredicates runs PreFilter (cached per pod and snapshot generation) and the Filters of
@@ -47,6 +49,37 @@ func (e *Engine) FitsAny(ctx context.Context, pod *corev1.Pod, nodeNames []strin
 // that PodTopologySpread's numbers rejected: they stay rejected while SpreadEpoch(pod) is
 // unchanged and their labels are.
 func (e *Engine) FirstFit(ctx context.Context, pod *corev1.Pod, nodeNames []string, spreadRejected []bool) (int, error) {
+	var marks []Rejection
+	if spreadRejected != nil {
+		marks = make([]Rejection, len(nodeNames))
+	}
+	found, err := e.FirstFitMarked(ctx, pod, nodeNames, marks)
+	for i, m := range marks {
+		spreadRejected[i] = m == RejectedBySpread
+	}
+	return found, err
+}
+
+// Rejection tells how long a rejection FirstFitMarked reports stands.
+type Rejection uint8
+
+const (
+	// RejectedOther: the node may take the pod once other pods are added (or the node was
+	// not evaluated).
+	RejectedOther Rejection = iota
+	// RejectedBySpread: PodTopologySpread's numbers rejected the node; that stands while
+	// SpreadEpoch(pod) and the node's labels are unchanged.
+	RejectedBySpread
+	// RejectedForGood: a Filter rejected the node that more pods anywhere cannot make accept
+	// it — the node's resources or host ports, or the pod's or a placed pod's required
+	// anti-affinity; that stands while the node's labels are unchanged and pods are only
+	// added.
+	RejectedForGood
+)
+
+// FirstFitMarked is FirstFit marking, when marks is not nil (one entry per node), how long
+// the rejection of each node before the first fit stands.
+func (e *Engine) FirstFitMarked(ctx context.Context, pod *corev1.Pod, nodeNames []string, marks []Rejection) (int, error) {
 	pf := e.preFilter(ctx, pod)
 	switch {
 	case pf.status.Code() == fwk.Error:
@@ -58,16 +91,34 @@ func (e *Engine) FirstFit(ctx context.Context, pod *corev1.Pod, nodeNames []stri
 	if status != nil {
 		return -1, status.AsError()
 	}
-	if spreadRejected != nil {
+	if marks != nil {
 		end := found
 		if found < 0 {
 			end = len(nodeNames)
 		}
 		for i := range end {
-			spreadRejected[i] = statuses[i] == viewRejected
+			marks[i] = rejection(statuses[i])
 		}
 	}
 	return found, nil
+}
+
+// rejection classifies a Filter rejection (see Rejection).
+func rejection(status *fwk.Status) Rejection {
+	if status == viewRejected {
+		return RejectedBySpread
+	}
+	switch status.Plugin() {
+	case names.NodeResourcesFit, names.NodePorts:
+		return RejectedForGood
+	case names.InterPodAffinity:
+		for _, reason := range status.Reasons() {
+			if reason == interpodaffinity.ErrReasonAntiAffinityRulesNotMatch || reason == interpodaffinity.ErrReasonExistingAntiAffinityRulesNotMatch {
+				return RejectedForGood
+			}
+		}
+	}
+	return RejectedOther
 }
 
 // firstFit runs the Filters of nodeNames in parallel, skipping nodes after a fitting one. It

@@ -1,6 +1,7 @@
 package simulation
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -108,5 +109,33 @@ func TestSpreadEpochTracksRejections(t *testing.T) {
 	}
 	if found, _ := e.FirstFit(ctx, mk("probe-3"), names, nil); found != 0 {
 		t.Fatalf("FirstFit = %d after the minimum rose, want a", found)
+	}
+}
+
+// FirstFitMarked tells rejections that more pods cannot undo (resources, host ports, required
+// anti-affinity) from those they can (pod affinity, taints are neither here).
+func TestFirstFitMarkedRejections(t *testing.T) {
+	nodes := []*corev1.Node{
+		testNode("small", "1", "1Gi", inZone("z1")),
+		testNode("anti", "8", "16Gi", inZone("z1")),
+		testNode("port", "8", "16Gi", inZone("z1")),
+		testNode("tainted", "8", "16Gi", inZone("z1"), withTaint("dedicated", "x")),
+		testNode("free", "8", "16Gi", inZone("z1")),
+	}
+	pods := []*corev1.Pod{
+		testPod("db-1", "100m", "100Mi", labelled("app", "db"), onNode("anti")),
+		testPod("exporter", "100m", "100Mi", hostPort(9100), onNode("port")),
+	}
+	e := newTestEngine(t, nodes, pods, nil, nil)
+	names := []string{"small", "anti", "port", "tainted", "free"}
+	marks := make([]Rejection, len(names))
+	pod := testPod("db-2", "2", "1Gi", labelled("app", "db"), antiAffine(corev1.LabelHostname, "db"), hostPort(9100))
+	found, err := e.FirstFitMarked(t.Context(), pod, names, marks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Rejection{RejectedForGood, RejectedForGood, RejectedForGood, RejectedOther, RejectedOther}
+	if found != 4 || !slices.Equal(marks, want) {
+		t.Errorf("FirstFitMarked = %d, marks %v; want 4 (free), marks %v", found, marks, want)
 	}
 }

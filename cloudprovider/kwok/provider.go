@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
@@ -77,8 +76,8 @@ func NewWithInstanceTypes(c client.Client, its cloudprovider.InstanceTypes) *Clo
 func (p *CloudProvider) Name() string { return Name }
 
 // GetSupportedNodeClasses returns KWOKNodeClass.
-func (p *CloudProvider) GetSupportedNodeClasses() []schema.GroupVersionKind {
-	return []schema.GroupVersionKind{kwokv1alpha1.GroupVersionKind()}
+func (p *CloudProvider) GetSupportedNodeClasses() []cloudprovider.NodeClass {
+	return []cloudprovider.NodeClass{&kwokv1alpha1.KWOKNodeClass{}}
 }
 
 // RepairPolicies are the kubelet's: kwok reports the Ready condition and nothing else.

@@ -447,8 +447,10 @@ func TestNew(t *testing.T) {
 	if len(p.instanceTypes) < 150 || p.Name() != "kwok" {
 		t.Errorf("default provider: %d types, name %q", len(p.instanceTypes), p.Name())
 	}
-	if gvks := p.GetSupportedNodeClasses(); len(gvks) != 1 || gvks[0] != kwokv1alpha1.GroupVersionKind() {
-		t.Errorf("GetSupportedNodeClasses() = %v", gvks)
+	if classes := p.GetSupportedNodeClasses(); len(classes) != 1 {
+		t.Errorf("GetSupportedNodeClasses() = %v", classes)
+	} else if _, ok := classes[0].(*kwokv1alpha1.KWOKNodeClass); !ok {
+		t.Errorf("GetSupportedNodeClasses() = %T, want a KWOKNodeClass", classes[0])
 	}
 	if reason, err := p.IsDrifted(context.Background(), newNodeClaim("nc")); reason != "" || err != nil {
 		t.Errorf("IsDrifted() = %q, %v", reason, err)

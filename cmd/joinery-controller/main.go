@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -13,6 +14,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -20,14 +22,14 @@ import (
 
 	"github.com/joinery-dev/joinery/apis"
 	"github.com/joinery-dev/joinery/cloudprovider"
-	awsprovider "github.com/joinery-dev/joinery/cloudprovider/aws/provider"
+	"github.com/joinery-dev/joinery/cloudprovider/aws"
 	"github.com/joinery-dev/joinery/cloudprovider/kwok"
-	"github.com/joinery-dev/joinery/cmd/internal/awssettings"
 	"github.com/joinery-dev/joinery/controller/disruption"
 	"github.com/joinery-dev/joinery/controller/nodeclaim"
 	"github.com/joinery-dev/joinery/controller/nodeclaim/garbagecollection"
 	"github.com/joinery-dev/joinery/controller/nodeclaim/lifecycle"
 	"github.com/joinery-dev/joinery/controller/nodepool"
+	"github.com/joinery-dev/joinery/controller/state"
 	"github.com/joinery-dev/joinery/internal/featuregates"
 	"github.com/joinery-dev/joinery/internal/version"
 )
@@ -41,8 +43,9 @@ type options struct {
 	printVersion            bool
 	cloudProvider           string
 	registrationTTL         time.Duration
+	initializationTTL       time.Duration
 	gcInterval              time.Duration
-	aws                     awssettings.Settings
+	aws                     aws.Settings
 	interruptionQueue       string
 	featureGates            featuregates.Gates
 	disruption              disruptionOptions
@@ -56,7 +59,8 @@ func main() {
 	flag.StringVar(&opts.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease and of the controller's ConfigMaps such as joinery-unavailable-offerings (default: the pod's namespace, or kube-system out of cluster)")
 	flag.DurationVar(&opts.leaseDuration, "leader-election-lease-duration", 15*time.Second, "how long a leader's lease lasts before another replica may take over")
 	flag.StringVar(&opts.cloudProvider, "cloud-provider", kwok.Name, "cloud provider that launches nodes: kwok or aws")
-	flag.DurationVar(&opts.registrationTTL, "registration-ttl", lifecycle.DefaultRegistrationTTL, "how long a launched NodeClaim may wait for its node to register before it is deleted")
+	flag.DurationVar(&opts.registrationTTL, "registration-ttl", lifecycle.DefaultRegistrationTTL, "how long after its creation a NodeClaim may wait for its node to register before it is deleted (the liveness TTL)")
+	flag.DurationVar(&opts.initializationTTL, "initialization-ttl", lifecycle.DefaultInitializationTTL, "how long after registering a NodeClaim's node may take to initialize before the NodeClaim is deleted")
 	flag.DurationVar(&opts.gcInterval, "gc-interval", garbagecollection.DefaultInterval, "how often instances without a NodeClaim, Nodes without a NodeClaim and NodeClaims without an instance are garbage-collected")
 	flag.StringVar(&opts.interruptionQueue, "interruption-queue", os.Getenv("INTERRUPTION_QUEUE"), "aws: name of the SQS queue EventBridge forwards spot interruptions, scheduled changes and instance state changes to; empty disables interruption handling (env INTERRUPTION_QUEUE)")
 	gates, err := featuregates.FromEnv(os.Getenv(featuregates.EnvVar))
@@ -133,16 +137,17 @@ func run(opts options) error {
 	if err != nil {
 		return err
 	}
-	if err := setupInterruption(ctx, mgr, namespace, opts); err != nil {
+	if err := nodeclaim.Setup(ctx, mgr, cp, nodeclaim.Options{Namespace: namespace, RegistrationTTL: opts.registrationTTL, InitializationTTL: opts.initializationTTL, GCInterval: opts.gcInterval}); err != nil {
 		return err
 	}
-	if err := nodeclaim.Setup(ctx, mgr, cp, nodeclaim.Options{Namespace: namespace, RegistrationTTL: opts.registrationTTL, GCInterval: opts.gcInterval}); err != nil {
-		return err
+	nodePools, err := nodepool.New(mgr.GetClient(), cp.GetSupportedNodeClasses(), nil)
+	if err != nil {
+		return fmt.Errorf("creating %s: %w", nodepool.Name, err)
 	}
 	if err := setupDisruption(ctx, mgr, cp, namespace, opts.featureGates, opts.disruption); err != nil {
 		return err
 	}
-	if err := nodepool.New(mgr.GetClient(), cp.GetSupportedNodeClasses(), nil).SetupWithManager(mgr); err != nil {
+	if err := nodePools.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up %s: %w", nodepool.Name, err)
 	}
 
@@ -154,8 +159,11 @@ func run(opts options) error {
 }
 
 // newCloudProvider builds the provider named by --cloud-provider on the manager, with whatever
-// controllers and loops that provider needs beside the NodeClaim controllers.
+// controllers and loops that provider needs beside the neutral controllers.
 func newCloudProvider(ctx context.Context, opts options, mgr ctrl.Manager, namespace string) (cloudprovider.CloudProvider, error) {
+	if opts.interruptionQueue != "" && opts.cloudProvider != aws.Name {
+		return nil, errors.New("--interruption-queue needs --cloud-provider=aws")
+	}
 	switch opts.cloudProvider {
 	case kwok.Name:
 		cp, err := kwok.New(mgr.GetClient(), kwok.Options{})
@@ -163,14 +171,21 @@ func newCloudProvider(ctx context.Context, opts options, mgr ctrl.Manager, names
 			return nil, fmt.Errorf("creating the kwok cloud provider: %w", err)
 		}
 		return cp, nil
-	case awsprovider.Name:
-		cp, err := newAWSProvider(ctx, mgr, namespace, opts.aws)
+	case aws.Name:
+		cp, err := aws.New(ctx, mgr, aws.Options{
+			Settings:          opts.aws,
+			Namespace:         namespace,
+			InterruptionQueue: opts.interruptionQueue,
+			// The same record the NodeClaim lifecycle controller writes and the scheduler plugin reads.
+			Unavailable: state.NewUnavailableOfferings(mgr.GetClient(), mgr.GetAPIReader(), namespace, clock.RealClock{}),
+			Recorder:    mgr.GetEventRecorder(nodeclaim.EventSource),
+		})
 		if err != nil {
 			return nil, fmt.Errorf("creating the aws cloud provider: %w", err)
 		}
 		return cp, nil
 	default:
-		return nil, fmt.Errorf("unknown --cloud-provider %q (known: %s, %s)", opts.cloudProvider, kwok.Name, awsprovider.Name)
+		return nil, fmt.Errorf("unknown --cloud-provider %q (known: %s, %s)", opts.cloudProvider, kwok.Name, aws.Name)
 	}
 }
 

@@ -30,7 +30,11 @@ func main() {
 		UnavailableOfferingsNamespace: os.Getenv("JOINERY_CONTROLLER_NAMESPACE"),
 	}
 	plugin.NewPlanner = planners.New
-	command := app.NewSchedulerCommand(app.WithPlugin(plugin.Name, plugin.New))
+	// Only the elected leader provisions: the plugin waits on the gate, which the command opens
+	// when this process takes the scheduler's lease (or at once without leader election).
+	gate := plugin.NewLeaderGate()
+	plugin.Leader = gate
+	command := newSchedulerCommand(gate, app.WithPlugin(plugin.Name, plugin.New))
 	providers := &providerFlags{}
 	joineryFlags := flag.NewFlagSet("joinery", flag.ContinueOnError)
 	providers.bind(joineryFlags)

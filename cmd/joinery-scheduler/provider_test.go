@@ -16,9 +16,9 @@ import (
 	awsv1 "github.com/joinery-dev/joinery/apis/aws/v1"
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
-	"github.com/joinery-dev/joinery/cloudprovider/aws/awstest"
+	"github.com/joinery-dev/joinery/cloudprovider/aws"
 	"github.com/joinery-dev/joinery/cloudprovider/aws/nodeclass"
-	"github.com/joinery-dev/joinery/cmd/internal/awssettings"
+	"github.com/joinery-dev/joinery/internal/awsemulator"
 )
 
 func TestUnknownCloudProvider(t *testing.T) {
@@ -32,7 +32,7 @@ func TestUnknownCloudProvider(t *testing.T) {
 // EC2NodeClass, the emulator's instance types in the class's zones, and refuses a class that
 // is not Ready as joinery-controller would.
 func TestAWSInstanceTypes(t *testing.T) {
-	srv := awstest.NewServer(awstest.Options{})
+	srv := awsemulator.NewServer(awsemulator.Options{})
 	defer srv.Close()
 	t.Setenv("AWS_ACCESS_KEY_ID", "AKIATEST")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
@@ -44,12 +44,12 @@ func TestAWSInstanceTypes(t *testing.T) {
 
 	// A class resolved by the same resolver joinery-controller runs.
 	resolver, err := nodeclass.NewFromConfig(srv.Config(), nodeclass.Options{
-		ClusterName: awstest.DefaultClusterName, Region: srv.Region, KubernetesVersion: nodeclass.StaticKubernetesVersion("1.36"),
+		ClusterName: awsemulator.DefaultClusterName, Region: srv.Region, KubernetesVersion: nodeclass.StaticKubernetesVersion("1.36"),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	discovery := map[string]string{"karpenter.sh/discovery": awstest.DefaultClusterName}
+	discovery := map[string]string{"karpenter.sh/discovery": awsemulator.DefaultClusterName}
 	ready := &awsv1.EC2NodeClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "ready"},
 		Spec: awsv1.EC2NodeClassSpec{
@@ -76,7 +76,7 @@ func TestAWSInstanceTypes(t *testing.T) {
 	}
 	kube := fake.NewClientBuilder().WithScheme(scheme).WithObjects(ready, unresolved).Build()
 
-	p := &providerFlags{cloudProvider: "aws", aws: awssettings.Settings{
+	p := &providerFlags{cloudProvider: "aws", aws: aws.Settings{
 		Region: srv.Region, EndpointURL: srv.URL, VMMemoryOverheadPercent: cloudprovider.DefaultVMMemoryOverheadPercent,
 	}}
 	newSource, err := p.instanceTypes(ctx)

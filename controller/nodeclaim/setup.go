@@ -28,8 +28,11 @@ const EventSource = "karpenter"
 type Options struct {
 	// Namespace holds the controller's own objects, such as the unavailable-offerings ConfigMap.
 	Namespace string
-	// RegistrationTTL is how long a launched NodeClaim may wait for its Node.
+	// RegistrationTTL is how long after its creation a NodeClaim may wait for its Node to
+	// register (the liveness TTL).
 	RegistrationTTL time.Duration
+	// InitializationTTL is how long after registering a Node may take to initialize.
+	InitializationTTL time.Duration
 	// GCInterval is the time between garbage collections; garbagecollection.DefaultInterval if
 	// zero.
 	GCInterval time.Duration
@@ -42,7 +45,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cp cloudprovider.CloudProvider
 	}
 	recorder := mgr.GetEventRecorder(EventSource)
 	unavailable := state.NewUnavailableOfferings(mgr.GetClient(), mgr.GetAPIReader(), opts.Namespace, clock.RealClock{})
-	lc := lifecycle.New(mgr.GetClient(), cp, unavailable, recorder, lifecycle.Options{RegistrationTTL: opts.RegistrationTTL})
+	lc := lifecycle.New(mgr.GetClient(), cp, unavailable, recorder, lifecycle.Options{RegistrationTTL: opts.RegistrationTTL, InitializationTTL: opts.InitializationTTL})
 	if err := lc.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up %s: %w", lifecycle.Name, err)
 	}

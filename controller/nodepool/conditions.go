@@ -1,7 +1,7 @@
 package nodepool
 
 import (
-	"github.com/joinery-dev/joinery/controller/internal/conditions"
+	"github.com/joinery-dev/joinery/controller/conditions"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

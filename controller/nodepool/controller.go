@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/cloudprovider"
 )
 
 // Name is the controller's name in logs and metrics.
@@ -24,18 +25,23 @@ const Name = "nodepool.status"
 // Controller reconciles NodePools' status and hash annotations.
 type Controller struct {
 	client      client.Client
-	nodeClasses map[schema.GroupKind]nodeClassKind
+	nodeClasses map[schema.GroupKind]schema.GroupVersionKind
 	clock       clock.PassiveClock
 }
 
-// New returns a Controller. nodeClassKinds are the kinds the cloud provider launches
-// (CloudProvider.GetSupportedNodeClasses); a NodePool referring to any other kind is not ready.
-// clk is the time source for condition transitions; the real clock if nil.
-func New(c client.Client, nodeClassKinds []schema.GroupVersionKind, clk clock.PassiveClock) *Controller {
+// New returns a Controller. nodeClasses are the classes the cloud provider launches
+// (CloudProvider.GetSupportedNodeClasses), whose kinds c's scheme must know; a NodePool
+// referring to any other kind is not ready. clk is the time source for condition transitions;
+// the real clock if nil.
+func New(c client.Client, nodeClasses []cloudprovider.NodeClass, clk clock.PassiveClock) (*Controller, error) {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &Controller{client: c, nodeClasses: supportedNodeClasses(nodeClassKinds), clock: clk}
+	supported, err := supportedNodeClasses(c.Scheme(), nodeClasses)
+	if err != nil {
+		return nil, err
+	}
+	return &Controller{client: c, nodeClasses: supported, clock: clk}, nil
 }
 
 // Reconcile recomputes one NodePool's annotations and status and writes only what changed, so

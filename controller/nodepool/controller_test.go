@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -20,14 +19,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/joinery-dev/joinery/apis"
-	awsv1 "github.com/joinery-dev/joinery/apis/aws/v1"
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	kwokv1alpha1 "github.com/joinery-dev/joinery/apis/kwok/v1alpha1"
+	"github.com/joinery-dev/joinery/cloudprovider"
 )
 
 const poolName = "default"
 
-var kwokKinds = []schema.GroupVersionKind{kwokv1alpha1.GroupVersionKind()}
+// kwokKinds are the kwok provider's node classes, the provider these tests stand on; the
+// controller knows no kind of its own.
+var kwokKinds = []cloudprovider.NodeClass{&kwokv1alpha1.KWOKNodeClass{}}
+
+// An AWS node class as a NodePool names it; the kwok provider does not launch it.
+const (
+	ec2NodeClassKind  = "EC2NodeClass"
+	ec2NodeClassGroup = "karpenter.k8s.aws"
+)
 
 func nodePool(classKind, classGroup, className string) *karpv1.NodePool {
 	return &karpv1.NodePool{
@@ -112,8 +119,13 @@ func reconcileAndGet(t *testing.T, c client.Client, ctl *Controller) *karpv1.Nod
 	return np
 }
 
-func newController(c client.Client, kinds []schema.GroupVersionKind) *Controller {
-	return New(c, kinds, clocktesting.NewFakePassiveClock(time.Unix(2000, 0)))
+func newController(t *testing.T, c client.Client, classes []cloudprovider.NodeClass) *Controller {
+	t.Helper()
+	ctl, err := New(c, classes, clocktesting.NewFakePassiveClock(time.Unix(2000, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctl
 }
 
 func TestResourcesSumLiveNodeClaimsOfThePool(t *testing.T) {
@@ -124,7 +136,7 @@ func TestResourcesSumLiveNodeClaimsOfThePool(t *testing.T) {
 		nodeClaim("leaving", poolName, "16", "64Gi", true),
 		nodeClaim("other-pool", "other", "4", "8Gi", false),
 	)
-	np := reconcileAndGet(t, c, newController(c, kwokKinds))
+	np := reconcileAndGet(t, c, newController(t, c, kwokKinds))
 
 	want := corev1.ResourceList{
 		corev1.ResourceCPU:    resource.MustParse("10"),
@@ -146,7 +158,7 @@ func TestResourcesSumLiveNodeClaimsOfThePool(t *testing.T) {
 
 func TestEmptyPoolCountsZeroNodes(t *testing.T) {
 	c := newClient(t, &writeCounter{}, kwokPool(), kwokClass("kwok", metav1.ConditionTrue))
-	np := reconcileAndGet(t, c, newController(c, kwokKinds))
+	np := reconcileAndGet(t, c, newController(t, c, kwokKinds))
 	if np.Status.Nodes == nil || *np.Status.Nodes != 0 {
 		t.Errorf("nodes = %v, want 0", np.Status.Nodes)
 	}
@@ -156,12 +168,12 @@ func TestEmptyPoolCountsZeroNodes(t *testing.T) {
 }
 
 func TestConditions(t *testing.T) {
-	ec2Class := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "ec2"}}
+	classWithoutConditions := &kwokv1alpha1.KWOKNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "kwok"}}
 	tests := []struct {
 		name           string
 		pool           *karpv1.NodePool
 		objs           []client.Object
-		kinds          []schema.GroupVersionKind
+		kinds          []cloudprovider.NodeClass
 		wantStatus     metav1.ConditionStatus
 		wantReason     string
 		wantMessageHas string
@@ -175,11 +187,10 @@ func TestConditions(t *testing.T) {
 		name: "class not ready", pool: kwokPool(), objs: []client.Object{kwokClass("kwok", metav1.ConditionFalse)}, kinds: kwokKinds,
 		wantStatus: metav1.ConditionFalse, wantReason: reasonNodeClassNotReady, wantMessageHas: "KWOKNodeClass kwok is not ready: Ready=False (Checked: checked by test)",
 	}, {
-		name: "class without conditions", pool: nodePool(ec2NodeClassKind, awsv1.Group, "ec2"), objs: []client.Object{ec2Class},
-		kinds:      []schema.GroupVersionKind{awsv1.SchemeGroupVersion.WithKind(ec2NodeClassKind)},
-		wantStatus: metav1.ConditionFalse, wantReason: reasonNodeClassNotReady, wantMessageHas: "EC2NodeClass ec2 has no Ready condition",
+		name: "class without conditions", pool: kwokPool(), objs: []client.Object{classWithoutConditions}, kinds: kwokKinds,
+		wantStatus: metav1.ConditionFalse, wantReason: reasonNodeClassNotReady, wantMessageHas: "KWOKNodeClass kwok has no Ready condition",
 	}, {
-		name: "kind the provider does not launch", pool: nodePool(ec2NodeClassKind, awsv1.Group, "ec2"), objs: []client.Object{ec2Class}, kinds: kwokKinds,
+		name: "kind the provider does not launch", pool: nodePool(ec2NodeClassKind, ec2NodeClassGroup, "ec2"), kinds: kwokKinds,
 		wantStatus: metav1.ConditionFalse, wantReason: reasonUnsupportedNodeClass, wantMessageHas: "EC2NodeClass.karpenter.k8s.aws",
 	}, {
 		name: "unknown kind", pool: nodePool("FooNodeClass", "example.com", "foo"), kinds: kwokKinds,
@@ -188,7 +199,7 @@ func TestConditions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newClient(t, &writeCounter{}, append([]client.Object{tt.pool}, tt.objs...)...)
-			np := reconcileAndGet(t, c, newController(c, tt.kinds))
+			np := reconcileAndGet(t, c, newController(t, c, tt.kinds))
 
 			classReady := meta.FindStatusCondition(np.Status.Conditions, karpv1.ConditionTypeNodeClassReady)
 			if classReady == nil || classReady.Status != tt.wantStatus || classReady.Reason != tt.wantReason {
@@ -220,7 +231,7 @@ func TestConditions(t *testing.T) {
 func TestReadyFollowsTheNodeClass(t *testing.T) {
 	class := kwokClass("kwok", metav1.ConditionFalse)
 	c := newClient(t, &writeCounter{}, kwokPool(), class)
-	ctl := newController(c, kwokKinds)
+	ctl := newController(t, c, kwokKinds)
 	if np := reconcileAndGet(t, c, ctl); meta.IsStatusConditionTrue(np.Status.Conditions, karpv1.ConditionTypeReady) {
 		t.Fatal("Ready before the class is")
 	}
@@ -235,7 +246,7 @@ func TestReadyFollowsTheNodeClass(t *testing.T) {
 
 func TestHashAnnotations(t *testing.T) {
 	c := newClient(t, &writeCounter{}, kwokPool(), kwokClass("kwok", metav1.ConditionTrue))
-	ctl := newController(c, kwokKinds)
+	ctl := newController(t, c, kwokKinds)
 	first := reconcileAndGet(t, c, ctl)
 	hash := first.Annotations[karpv1.NodePoolHashAnnotationKey]
 	if hash == "" || first.Annotations[karpv1.NodePoolHashVersionAnnotationKey] != HashVersion {
@@ -271,7 +282,7 @@ func TestHashRestoresStaleVersion(t *testing.T) {
 	pool := kwokPool()
 	pool.Annotations = map[string]string{karpv1.NodePoolHashAnnotationKey: "1", karpv1.NodePoolHashVersionAnnotationKey: "v3"}
 	c := newClient(t, &writeCounter{}, pool, kwokClass("kwok", metav1.ConditionTrue))
-	np := reconcileAndGet(t, c, newController(c, kwokKinds))
+	np := reconcileAndGet(t, c, newController(t, c, kwokKinds))
 	want, err := Hash(pool)
 	if err != nil {
 		t.Fatal(err)
@@ -284,7 +295,7 @@ func TestHashRestoresStaleVersion(t *testing.T) {
 func TestNoWriteWhenNothingChanged(t *testing.T) {
 	writes := &writeCounter{}
 	c := newClient(t, writes, kwokPool(), kwokClass("kwok", metav1.ConditionTrue), nodeClaim("a", poolName, "2", "4Gi", false))
-	ctl := newController(c, kwokKinds)
+	ctl := newController(t, c, kwokKinds)
 	reconcileAndGet(t, c, ctl)
 	if writes.patches != 1 || writes.statusPatches != 1 {
 		t.Fatalf("first reconcile wrote %+v, want one metadata and one status patch", *writes)
@@ -307,7 +318,7 @@ func TestNoWriteWhenNothingChanged(t *testing.T) {
 
 func TestMissingNodePoolIsNotAnError(t *testing.T) {
 	c := newClient(t, &writeCounter{})
-	if _, err := newController(c, kwokKinds).Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Name: "gone"}}); err != nil {
+	if _, err := newController(t, c, kwokKinds).Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Name: "gone"}}); err != nil {
 		t.Fatalf("reconcile of a deleted nodepool: %v", err)
 	}
 }
@@ -326,7 +337,7 @@ func TestNodePoolsOfNodeClass(t *testing.T) {
 	other := nodePool(kwokv1alpha1.KWOKNodeClassKind, kwokv1alpha1.Group, "other")
 	other.Name = "uses-other"
 	c := newClient(t, &writeCounter{}, kwokPool(), other)
-	mapper := newController(c, kwokKinds).nodePoolsOfNodeClass(kwokv1alpha1.Group, kwokv1alpha1.KWOKNodeClassKind)
+	mapper := newController(t, c, kwokKinds).nodePoolsOfNodeClass(kwokv1alpha1.Group, kwokv1alpha1.KWOKNodeClassKind)
 	got := mapper(context.Background(), kwokClass("kwok", metav1.ConditionTrue))
 	if len(got) != 1 || got[0].Name != poolName {
 		t.Errorf("requests = %v, want only %s", got, poolName)
@@ -334,3 +345,17 @@ func TestNodePoolsOfNodeClass(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func TestNewRefusesNodeClassesTheSchemeLacks(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).Build()
+	if _, err := New(c, kwokKinds, nil); err == nil || !strings.Contains(err.Error(), "KWOKNodeClass") {
+		t.Errorf("New with a node class the scheme does not know = %v, want an error naming it", err)
+	}
+	if _, err := New(newClient(t, &writeCounter{}), kwokKinds, nil); err != nil {
+		t.Errorf("New = %v", err)
+	}
+}

@@ -7,34 +7,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
-	awsv1 "github.com/joinery-dev/joinery/apis/aws/v1"
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
-	kwokv1alpha1 "github.com/joinery-dev/joinery/apis/kwok/v1alpha1"
+	"github.com/joinery-dev/joinery/cloudprovider"
 )
-
-// ec2NodeClassKind is the kind a nodeClassRef names for AWS.
-const ec2NodeClassKind = "EC2NodeClass"
-
-// nodeClassKind says how to read one kind of node class.
-type nodeClassKind struct {
-	newObject  func() client.Object
-	conditions func(client.Object) []metav1.Condition
-}
-
-// knownNodeClasses are the node class kinds whose readiness this controller can read.
-var knownNodeClasses = map[schema.GroupKind]nodeClassKind{
-	{Group: kwokv1alpha1.Group, Kind: kwokv1alpha1.KWOKNodeClassKind}: {
-		newObject:  func() client.Object { return &kwokv1alpha1.KWOKNodeClass{} },
-		conditions: func(o client.Object) []metav1.Condition { return o.(*kwokv1alpha1.KWOKNodeClass).Status.Conditions },
-	},
-	{Group: awsv1.Group, Kind: ec2NodeClassKind}: {
-		newObject:  func() client.Object { return &awsv1.EC2NodeClass{} },
-		conditions: func(o client.Object) []metav1.Condition { return o.(*awsv1.EC2NodeClass).Status.Conditions },
-	},
-}
 
 // Reasons of a False NodeClassReady condition.
 const (
@@ -52,25 +32,28 @@ type nodeClassReadiness struct {
 
 // checkNodeClass reads the node class ref names among the supported kinds. Only an API error
 // other than NotFound is returned as an error; everything else is a readiness verdict.
-func checkNodeClass(ctx context.Context, c client.Client, supported map[schema.GroupKind]nodeClassKind, ref *karpv1.NodeClassReference) (nodeClassReadiness, error) {
+func checkNodeClass(ctx context.Context, c client.Client, supported map[schema.GroupKind]schema.GroupVersionKind, ref *karpv1.NodeClassReference) (nodeClassReadiness, error) {
 	if ref == nil {
 		return nodeClassReadiness{reason: reasonNodeClassNotFound, message: "spec.template.spec.nodeClassRef is not set"}, nil
 	}
-	kind, ok := supported[ref.GroupKind()]
+	gvk, ok := supported[ref.GroupKind()]
 	if !ok {
 		return nodeClassReadiness{
 			reason:  reasonUnsupportedNodeClass,
 			message: fmt.Sprintf("node class kind %s is not supported by the cloud provider", ref.GroupKind()),
 		}, nil
 	}
-	obj := kind.newObject()
+	obj, err := newNodeClass(c.Scheme(), gvk)
+	if err != nil {
+		return nodeClassReadiness{}, err
+	}
 	if err := c.Get(ctx, client.ObjectKey{Name: ref.Name}, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nodeClassReadiness{reason: reasonNodeClassNotFound, message: fmt.Sprintf("%s %s not found", ref.Kind, ref.Name)}, nil
 		}
 		return nodeClassReadiness{}, fmt.Errorf("getting %s %s: %w", ref.Kind, ref.Name, err)
 	}
-	cond := meta.FindStatusCondition(kind.conditions(obj), karpv1.ConditionTypeReady)
+	cond := meta.FindStatusCondition(obj.GetConditions(), karpv1.ConditionTypeReady)
 	switch {
 	case cond == nil:
 		return nodeClassReadiness{reason: reasonNodeClassNotReady, message: fmt.Sprintf("%s %s has no Ready condition yet", ref.Kind, ref.Name)}, nil
@@ -89,14 +72,29 @@ func checkNodeClass(ctx context.Context, c client.Client, supported map[schema.G
 	}
 }
 
-// supportedNodeClasses keeps the known kinds among those the cloud provider launches; a kind
-// the provider cannot launch leaves its NodePools unready even when the class itself exists.
-func supportedNodeClasses(providerKinds []schema.GroupVersionKind) map[schema.GroupKind]nodeClassKind {
-	out := map[schema.GroupKind]nodeClassKind{}
-	for _, gvk := range providerKinds {
-		if kind, ok := knownNodeClasses[gvk.GroupKind()]; ok {
-			out[gvk.GroupKind()] = kind
-		}
+// newNodeClass is an empty node class of kind gvk to read one into.
+func newNodeClass(scheme *runtime.Scheme, gvk schema.GroupVersionKind) (cloudprovider.NodeClass, error) {
+	obj, err := scheme.New(gvk)
+	if err != nil {
+		return nil, fmt.Errorf("node class %s: %w", gvk, err)
 	}
-	return out
+	class, ok := obj.(cloudprovider.NodeClass)
+	if !ok {
+		return nil, fmt.Errorf("node class %s has no status conditions (%T is not a cloudprovider.NodeClass)", gvk, obj)
+	}
+	return class, nil
+}
+
+// supportedNodeClasses indexes the cloud provider's node classes by group and kind; a kind the
+// provider cannot launch leaves its NodePools unready even when the class itself exists.
+func supportedNodeClasses(scheme *runtime.Scheme, classes []cloudprovider.NodeClass) (map[schema.GroupKind]schema.GroupVersionKind, error) {
+	out := map[schema.GroupKind]schema.GroupVersionKind{}
+	for _, class := range classes {
+		gvk, err := apiutil.GVKForObject(class, scheme)
+		if err != nil {
+			return nil, fmt.Errorf("node class %T: %w", class, err)
+		}
+		out[gvk.GroupKind()] = gvk
+	}
+	return out, nil
 }

@@ -24,8 +24,12 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		For(&karpv1.NodePool{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(nodePoolOfNodeClaim))
-	for gk, kind := range c.nodeClasses {
-		b = b.Watches(kind.newObject(), handler.EnqueueRequestsFromMapFunc(c.nodePoolsOfNodeClass(gk.Group, gk.Kind)))
+	for gk, gvk := range c.nodeClasses {
+		class, err := newNodeClass(mgr.GetScheme(), gvk)
+		if err != nil {
+			return err
+		}
+		b = b.Watches(class, handler.EnqueueRequestsFromMapFunc(c.nodePoolsOfNodeClass(gk.Group, gk.Kind)))
 	}
 	return b.Complete(c)
 }

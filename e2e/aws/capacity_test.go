@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/joinery-dev/joinery/cloudprovider"
-	"github.com/joinery-dev/joinery/cloudprovider/aws/awstest"
 	"github.com/joinery-dev/joinery/e2e/framework"
+	"github.com/joinery-dev/joinery/internal/awsemulator"
 )
 
 // TestInsufficientCapacityLaunchesTheNextOffering: EC2 refuses the cheapest offering a
@@ -24,7 +24,7 @@ func TestInsufficientCapacityLaunchesTheNextOffering(t *testing.T) {
 		cheapest, next = "m5.large", "m5.xlarge"
 		zone           = "us-west-2a"
 	)
-	refused := cloudprovider.OfferingKey{CapacityType: awstest.CapacityTypeOnDemand, InstanceType: cheapest, Zone: zone}
+	refused := cloudprovider.OfferingKey{CapacityType: awsemulator.CapacityTypeOnDemand, InstanceType: cheapest, Zone: zone}
 	if err := aws.SetInsufficientCapacity(t.Context(), refused.CapacityType, refused.InstanceType, refused.Zone); err != nil {
 		t.Fatal(err)
 	}
@@ -102,14 +102,14 @@ func allows(nc unstructured.Unstructured, key, value string) bool {
 // on exactly one instance.
 func TestThrottledCreateFleetConverges(t *testing.T) {
 	aws := emulator(t)
-	before, err := aws.Calls(t.Context(), awstest.ServiceEC2, "CreateFleet")
+	before, err := aws.Calls(t.Context(), awsemulator.ServiceEC2, "CreateFleet")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The SDK tries each call 3 times: 4 throttles fail one launch outright and the next
 	// launch's first attempt.
 	const throttles = 4
-	if err := aws.Inject(t.Context(), awstest.Throttling.For(awstest.ServiceEC2, "CreateFleet", throttles)); err != nil {
+	if err := aws.Inject(t.Context(), awsemulator.Throttling.For(awsemulator.ServiceEC2, "CreateFleet", throttles)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -125,7 +125,7 @@ func TestThrottledCreateFleetConverges(t *testing.T) {
 	env.AwaitPods(t, ns, groupLabel+"="+pool, 1, runningTimeout, running)
 	nodeClaimsOf(t, pool, 1)
 
-	after, err := aws.Calls(t.Context(), awstest.ServiceEC2, "CreateFleet")
+	after, err := aws.Calls(t.Context(), awsemulator.ServiceEC2, "CreateFleet")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/joinery-dev/joinery/cloudprovider/aws/awstest"
 	"github.com/joinery-dev/joinery/e2e/framework"
+	"github.com/joinery-dev/joinery/internal/awsemulator"
 )
 
 // replaceTimeout bounds a disruption decision → the old instance terminated and its
@@ -33,13 +33,13 @@ func enableDisruption(t *testing.T, pool string) {
 
 // awaitReplaced waits until old's instance is terminated and the NodePool has one live
 // instance, whose NodeClaim is Ready, and returns that instance.
-func awaitReplaced(t *testing.T, pool string, old awstest.Instance) awstest.Instance {
+func awaitReplaced(t *testing.T, pool string, old awsemulator.Instance) awsemulator.Instance {
 	t.Helper()
-	var replacement awstest.Instance
+	var replacement awsemulator.Instance
 	framework.Eventually(t, replaceTimeout, "instance "+old.ID+" replaced", func(ctx context.Context) (bool, error) {
 		all := instancesOf(t, pool)
-		i := slices.IndexFunc(all, func(inst awstest.Instance) bool { return inst.ID == old.ID })
-		if i >= 0 && all[i].State != awstest.InstanceStateTerminated && all[i].State != awstest.InstanceStateShuttingDown {
+		i := slices.IndexFunc(all, func(inst awsemulator.Instance) bool { return inst.ID == old.ID })
+		if i >= 0 && all[i].State != awsemulator.InstanceStateTerminated && all[i].State != awsemulator.InstanceStateShuttingDown {
 			return false, fmt.Errorf("old instance %s is %s", old.ID, all[i].State)
 		}
 		running := live(all)

@@ -18,9 +18,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	awsv1 "github.com/joinery-dev/joinery/apis/aws/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
-	"github.com/joinery-dev/joinery/cloudprovider/aws/awstest"
 	"github.com/joinery-dev/joinery/e2e/framework"
-	"github.com/joinery-dev/joinery/e2e/localcluster"
+	"github.com/joinery-dev/joinery/internal/awsemulator"
+	"github.com/joinery-dev/joinery/internal/localcluster"
 )
 
 // Timeouts. Pending → Running takes the batcher's window (up to 10 s), a launch and a
@@ -37,7 +37,7 @@ const groupLabel = framework.GroupLabel
 
 // emulator returns the admin client of the local cluster's AWS emulator, skipping the test on
 // a cluster without one.
-func emulator(t *testing.T) *awstest.AdminClient {
+func emulator(t *testing.T) *awsemulator.AdminClient {
 	t.Helper()
 	if env.AWS == nil {
 		t.Skip("needs the local cluster's AWS emulator; running against " + env.RESTConfig.Host)
@@ -136,24 +136,26 @@ func running(pod corev1.Pod) error {
 
 // instancesOf returns the emulator's instances launched for NodePool pool, terminated ones
 // included.
-func instancesOf(t *testing.T, pool string) []awstest.Instance {
+func instancesOf(t *testing.T, pool string) []awsemulator.Instance {
 	t.Helper()
 	all, err := emulator(t).Instances(t.Context())
 	if err != nil {
 		t.Fatalf("listing the emulator's instances: %v", err)
 	}
-	return slices.DeleteFunc(all, func(inst awstest.Instance) bool { return inst.Tags[awsv1.TagNodePool] != pool })
+	return slices.DeleteFunc(all, func(inst awsemulator.Instance) bool { return inst.Tags[awsv1.TagNodePool] != pool })
 }
 
 // live drops terminated and terminating instances.
-func live(instances []awstest.Instance) []awstest.Instance {
-	return slices.DeleteFunc(slices.Clone(instances), func(inst awstest.Instance) bool {
-		return inst.State == awstest.InstanceStateTerminated || inst.State == awstest.InstanceStateShuttingDown
+func live(instances []awsemulator.Instance) []awsemulator.Instance {
+	return slices.DeleteFunc(slices.Clone(instances), func(inst awsemulator.Instance) bool {
+		return inst.State == awsemulator.InstanceStateTerminated || inst.State == awsemulator.InstanceStateShuttingDown
 	})
 }
 
 // providerID is the providerID the instance's Node and NodeClaim carry.
-func providerID(inst awstest.Instance) string { return fmt.Sprintf("aws:///%s/%s", inst.Zone, inst.ID) }
+func providerID(inst awsemulator.Instance) string {
+	return fmt.Sprintf("aws:///%s/%s", inst.Zone, inst.ID)
+}
 
 // nodeClaimsOf returns the NodeClaims of pool once want of them are Ready.
 func nodeClaimsOf(t *testing.T, pool string, want int) []unstructured.Unstructured {

@@ -11,9 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/joinery-dev/joinery/cloudprovider"
-	"github.com/joinery-dev/joinery/cloudprovider/aws/awstest"
 	"github.com/joinery-dev/joinery/e2e/framework"
-	"github.com/joinery-dev/joinery/e2e/localcluster"
+	"github.com/joinery-dev/joinery/internal/awsemulator"
+	"github.com/joinery-dev/joinery/internal/localcluster"
 )
 
 // TestSpotInterruptionReplacesTheNode: EventBridge delivers a spot interruption warning for a
@@ -31,7 +31,7 @@ func TestSpotInterruptionReplacesTheNode(t *testing.T) {
 	claims := nodeClaimsOf(t, pool, 1)
 	interrupted := claims[0].GetName()
 	instances := live(instancesOf(t, pool))
-	if len(instances) != 1 || instances[0].Lifecycle != awstest.CapacityTypeSpot {
+	if len(instances) != 1 || instances[0].Lifecycle != awsemulator.CapacityTypeSpot {
 		t.Fatalf("instances %+v, want one spot instance", instances)
 	}
 	victim := instances[0]
@@ -43,7 +43,7 @@ func TestSpotInterruptionReplacesTheNode(t *testing.T) {
 	}
 	if _, err := queue.SendMessage(t.Context(), &sqs.SendMessageInput{
 		QueueUrl:    url.QueueUrl,
-		MessageBody: awssdk.String(awstest.SpotInterruptionWarningEvent(localcluster.AWSRegion, victim.ID)),
+		MessageBody: awssdk.String(awsemulator.SpotInterruptionWarningEvent(localcluster.AWSRegion, victim.ID)),
 	}); err != nil {
 		t.Fatalf("sending the interruption warning: %v", err)
 	}
@@ -52,14 +52,14 @@ func TestSpotInterruptionReplacesTheNode(t *testing.T) {
 		_, err := env.Dynamic.Resource(framework.NodeClaims).Get(ctx, interrupted, metav1.GetOptions{})
 		return err
 	})
-	refused := cloudprovider.OfferingKey{CapacityType: awstest.CapacityTypeSpot, InstanceType: victim.InstanceType, Zone: victim.Zone}
+	refused := cloudprovider.OfferingKey{CapacityType: awsemulator.CapacityTypeSpot, InstanceType: victim.InstanceType, Zone: victim.Zone}
 	if _, ok := unavailableOfferings(t)[refused.ConfigMapKey()]; !ok {
 		t.Errorf("%s is not marked unavailable after its interruption: %v", refused.ConfigMapKey(), unavailableOfferings(t))
 	}
 	pods := env.AwaitPods(t, ns, groupLabel+"="+pool, 2, runningTimeout, running)
 	framework.Eventually(t, runningTimeout, "the interrupted instance to terminate and its node to go", func(ctx context.Context) (bool, error) {
 		for _, inst := range instancesOf(t, pool) {
-			if inst.ID == victim.ID && inst.State != awstest.InstanceStateTerminated {
+			if inst.ID == victim.ID && inst.State != awsemulator.InstanceStateTerminated {
 				return false, fmt.Errorf("instance %s is %s", inst.ID, inst.State)
 			}
 		}

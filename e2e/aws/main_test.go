@@ -1,5 +1,5 @@
 // Package aws is the e2e suite of the AWS provider: joinery-controller and joinery-scheduler
-// run with --cloud-provider=aws against the AWS emulator (hack/awsemulator), whose node agent
+// run with --cloud-provider=aws against the AWS emulator (cmd/awsemulator), whose node agent
 // registers launched instances as Nodes, so pending pods go all the way through EC2NodeClass
 // resolution, CreateFleet, user data and registration, as on EKS. Tests drive the emulator's
 // faults through its admin API (env.AWS).
@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/joinery-dev/joinery/e2e/framework"
-	"github.com/joinery-dev/joinery/e2e/localcluster"
+	"github.com/joinery-dev/joinery/internal/localcluster"
 )
 
 var env *framework.Env

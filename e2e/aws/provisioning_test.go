@@ -13,9 +13,9 @@ import (
 
 	awsv1 "github.com/joinery-dev/joinery/apis/aws/v1"
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
-	"github.com/joinery-dev/joinery/cloudprovider/aws/awstest"
 	"github.com/joinery-dev/joinery/e2e/framework"
-	"github.com/joinery-dev/joinery/e2e/localcluster"
+	"github.com/joinery-dev/joinery/internal/awsemulator"
+	"github.com/joinery-dev/joinery/internal/localcluster"
 )
 
 var awsProviderID = regexp.MustCompile(`^aws:///[a-z]{2}-[a-z]+-[0-9][a-z]/i-[0-9a-f]{17}$`)
@@ -70,7 +70,7 @@ func TestPendingPodsBecomeInstancesAndNodes(t *testing.T) {
 		t.Errorf("instance %s is %s, NodeClaim says %s", inst.ID, providerID(inst), id)
 	}
 	checkInstanceTags(t, inst, nc.GetName(), pool)
-	if inst.Lifecycle != awstest.CapacityTypeOnDemand {
+	if inst.Lifecycle != awsemulator.CapacityTypeOnDemand {
 		t.Errorf("instance lifecycle %q, want on-demand as the NodePool requires", inst.Lifecycle)
 	}
 
@@ -98,7 +98,7 @@ func TestPendingPodsBecomeInstancesAndNodes(t *testing.T) {
 	framework.Eventually(t, terminationWait, "instance "+inst.ID+" terminated", func(ctx context.Context) (bool, error) {
 		for _, i := range instancesOf(t, pool) {
 			if i.ID == inst.ID {
-				return i.State == awstest.InstanceStateTerminated, fmt.Errorf("state %s", i.State)
+				return i.State == awsemulator.InstanceStateTerminated, fmt.Errorf("state %s", i.State)
 			}
 		}
 		return false, fmt.Errorf("instance %s is gone from the emulator", inst.ID)
@@ -121,7 +121,7 @@ func TestPendingPodsBecomeInstancesAndNodes(t *testing.T) {
 }
 
 // checkInstanceTags: the tags Karpenter puts on its instances, plus the class's own.
-func checkInstanceTags(t *testing.T, inst awstest.Instance, nodeClaim, pool string) {
+func checkInstanceTags(t *testing.T, inst awsemulator.Instance, nodeClaim, pool string) {
 	t.Helper()
 	want := map[string]string{
 		"Name":                nodeClaim,
@@ -140,7 +140,7 @@ func checkInstanceTags(t *testing.T, inst awstest.Instance, nodeClaim, pool stri
 }
 
 // checkNodeLabels: the Node carries the well-known labels of its instance type and offering.
-func checkNodeLabels(t *testing.T, node *corev1.Node, inst awstest.Instance, pool string) {
+func checkNodeLabels(t *testing.T, node *corev1.Node, inst awsemulator.Instance, pool string) {
 	t.Helper()
 	family, _, _ := strings.Cut(inst.InstanceType, ".")
 	want := map[string]string{
@@ -168,7 +168,7 @@ func checkNodeLabels(t *testing.T, node *corev1.Node, inst awstest.Instance, poo
 }
 
 // archOf is the kubernetes.io/arch of EC2's architecture name.
-func archOf(inst awstest.Instance) string {
+func archOf(inst awsemulator.Instance) string {
 	if inst.Architecture == "x86_64" {
 		return "amd64"
 	}
@@ -183,7 +183,7 @@ func TestCapacityTypeFollowsTheNodePool(t *testing.T) {
 	createNodeClass(t, class)
 	ns := env.Namespace(t)
 	pools := map[string]string{}
-	for _, capacityType := range []string{awstest.CapacityTypeSpot, awstest.CapacityTypeOnDemand} {
+	for _, capacityType := range []string{awsemulator.CapacityTypeSpot, awsemulator.CapacityTypeOnDemand} {
 		pool := framework.UniqueName(capacityType)
 		pools[pool] = capacityType
 		createNodePool(t, pool, class,

@@ -8,9 +8,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/joinery-dev/joinery/cloudprovider/aws/awstest"
 	"github.com/joinery-dev/joinery/e2e/framework"
-	"github.com/joinery-dev/joinery/e2e/localcluster"
+	"github.com/joinery-dev/joinery/internal/awsemulator"
+	"github.com/joinery-dev/joinery/internal/localcluster"
 )
 
 // restartTimeout bounds bringing joinery-controller back: the new process waits for the dead
@@ -27,7 +27,7 @@ func TestControllerKilledAfterCreateFleetLeavesOneInstance(t *testing.T) {
 	pool := framework.UniqueName("restart")
 	createNodeClass(t, pool)
 	createNodePool(t, pool, pool, `{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}`)
-	if err := aws.DelayResponses(t.Context(), awstest.ServiceEC2, "CreateFleet", time.Minute, 1); err != nil {
+	if err := aws.DelayResponses(t.Context(), awsemulator.ServiceEC2, "CreateFleet", time.Minute, 1); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -38,7 +38,7 @@ func TestControllerKilledAfterCreateFleetLeavesOneInstance(t *testing.T) {
 	ns := env.Namespace(t)
 	createPods(t, ns, pool, 1, "1")
 
-	var launched awstest.Instance
+	var launched awsemulator.Instance
 	framework.Eventually(t, runningTimeout, "an instance for NodePool "+pool, func(context.Context) (bool, error) {
 		instances := instancesOf(t, pool)
 		if len(instances) == 0 {
@@ -71,7 +71,7 @@ func TestControllerKilledAfterCreateFleetLeavesOneInstance(t *testing.T) {
 	if got := nodeClaimField(nc, "status", "providerID"); got != providerID(launched) {
 		t.Errorf("NodeClaim provider ID %s, want the instance launched before the crash, %s", got, providerID(launched))
 	}
-	if instances := instancesOf(t, pool); len(instances) != 1 || instances[0].State != awstest.InstanceStateRunning {
+	if instances := instancesOf(t, pool); len(instances) != 1 || instances[0].State != awsemulator.InstanceStateRunning {
 		t.Errorf("instances %+v, want only the one launched before the crash, running", instances)
 	}
 }

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/joinery-dev/joinery/e2e/framework"
-	"github.com/joinery-dev/joinery/e2e/localcluster"
+	"github.com/joinery-dev/joinery/internal/localcluster"
 )
 
 // Timeouts: kwok reacts within a second and the controllers within a few; these leave room

@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/joinery-dev/joinery/cloudprovider/aws/awstest"
-	"github.com/joinery-dev/joinery/e2e/localcluster"
+	"github.com/joinery-dev/joinery/internal/awsemulator"
+	"github.com/joinery-dev/joinery/internal/localcluster"
 )
 
 // KubeconfigEnv names another cluster for the suites. It is not KUBECONFIG so that a plain
@@ -41,7 +41,7 @@ type Env struct {
 	StartedIn time.Duration
 	// AWS drives the local cluster's AWS emulator; nil unless the suite runs with
 	// WithCloudProvider(localcluster.CloudProviderAWS).
-	AWS *awstest.AdminClient
+	AWS *awsemulator.AdminClient
 }
 
 // Option changes the local cluster a suite starts.
@@ -161,7 +161,7 @@ func startLocal(options []Option) (*Env, string, error) {
 	}
 	e.Cluster, e.StartedIn = c, time.Since(begin)
 	if url := c.AWSEmulatorURL(); url != "" {
-		e.AWS = awstest.NewAdminClient(url)
+		e.AWS = awsemulator.NewAdminClient(url)
 	}
 	return e, dir, nil
 }

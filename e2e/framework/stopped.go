@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"syscall"
 
-	"github.com/joinery-dev/joinery/e2e/localcluster"
+	"github.com/joinery-dev/joinery/internal/localcluster"
 )
 
 // CheckStopped returns an error naming every process of procs that still exists and every

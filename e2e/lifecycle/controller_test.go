@@ -12,7 +12,7 @@ import (
 
 	"github.com/joinery-dev/joinery/apis"
 	"github.com/joinery-dev/joinery/cloudprovider/kwok"
-	"github.com/joinery-dev/joinery/e2e/localcluster"
+	"github.com/joinery-dev/joinery/internal/localcluster"
 )
 
 // Timers the suite's tests shorten so that garbage collection and the registration timeout

@@ -29,7 +29,7 @@ echo "==> kwok $kwok_version with joinery's stages (the ones the local cluster u
 kubectl apply -f "https://github.com/kubernetes-sigs/kwok/releases/download/$kwok_version/kwok.yaml"
 kubectl -n kube-system rollout status deployment/kwok-controller --timeout=120s
 server_version=$(kubectl version -o json | sed -n 's/.*"gitVersion": "\(v[^"]*\)".*/\1/p' | tail -1)
-sed "s/KUBE_VERSION/\"$server_version\"/" e2e/localcluster/kwok-stages.yaml | kubectl apply -f -
+sed "s/KUBE_VERSION/\"$server_version\"/" internal/localcluster/kwok-stages.yaml | kubectl apply -f -
 
 echo "==> joinery images"
 for target in scheduler controller; do

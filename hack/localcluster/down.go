@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/joinery-dev/joinery/e2e/localcluster"
+	"github.com/joinery-dev/joinery/internal/localcluster"
 )
 
 // downGrace is how long the supervisor gets to stop the components in order; kube-apiserver

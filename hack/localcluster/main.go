@@ -1,13 +1,13 @@
 // Command localcluster runs joinery's local cluster: a real etcd, kube-apiserver,
 // kube-controller-manager, kwok, joinery-scheduler and joinery-controller as processes on
-// 127.0.0.1 (see e2e/localcluster).
+// 127.0.0.1 (see internal/localcluster).
 //
 //	localcluster up      start in the background, return once ready (make cluster)
 //	localcluster down    stop every process, free the ports, remove the data (make cluster-down)
 //	localcluster run     start, apply a sample workload and watch it live; Ctrl-C stops (make run)
 //
 // --cloud-provider=aws (or CLOUD_PROVIDER=aws) runs joinery with its AWS provider against the
-// AWS emulator (hack/awsemulator) instead of the kwok provider.
+// AWS emulator (cmd/awsemulator) instead of the kwok provider.
 package main
 
 import (
@@ -18,7 +18,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/joinery-dev/joinery/e2e/localcluster"
+	"github.com/joinery-dev/joinery/internal/localcluster"
 )
 
 // paths are where the local cluster keeps its files, all under the ignored .local folder.

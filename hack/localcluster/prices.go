@@ -13,7 +13,7 @@ import (
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	awspricing "github.com/joinery-dev/joinery/cloudprovider/aws/pricing"
 	"github.com/joinery-dev/joinery/cloudprovider/kwok/catalog"
-	"github.com/joinery-dev/joinery/e2e/localcluster"
+	"github.com/joinery-dev/joinery/internal/localcluster"
 )
 
 // pricer prices a node or NodeClaim from its well-known labels (instance type, capacity type,

@@ -19,8 +19,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/joinery-dev/joinery/cloudprovider/aws/awstest"
-	"github.com/joinery-dev/joinery/e2e/localcluster"
+	"github.com/joinery-dev/joinery/internal/awsemulator"
+	"github.com/joinery-dev/joinery/internal/localcluster"
 )
 
 //go:embed samples/*.yaml
@@ -78,7 +78,7 @@ func run(p paths, build bool, cloudProvider string) error {
 	say("local cluster ready in %s", time.Since(begin).Round(100*time.Millisecond))
 	say("while it runs: export KUBECONFIG=%s", c.KubeconfigPath())
 	if url := c.AWSEmulatorURL(); url != "" {
-		say("AWS emulator at %s (admin API under %s)", url, awstest.AdminPathPrefix)
+		say("AWS emulator at %s (admin API under %s)", url, awsemulator.AdminPathPrefix)
 	}
 
 	note, err := applySamples(ctx, c)

@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/joinery-dev/joinery/e2e/localcluster"
+	"github.com/joinery-dev/joinery/internal/localcluster"
 )
 
 // state is what `up` leaves behind for `down`, tests and people: who runs, where, on which ports.

@@ -15,8 +15,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/joinery-dev/joinery/cloudprovider/aws/awstest"
-	"github.com/joinery-dev/joinery/e2e/localcluster"
+	"github.com/joinery-dev/joinery/internal/awsemulator"
+	"github.com/joinery-dev/joinery/internal/localcluster"
 )
 
 // up starts `localcluster serve` in its own session, so the cluster outlives this command
@@ -142,8 +142,8 @@ use it with:
 stop it with: make cluster-down
 `, s.Kubeconfig, s.Server, s.Kubeconfig)
 	if s.AWSEndpoint != "" {
-		fmt.Printf(`AWS emulator: %s   (admin API %s%s; awstest.AdminClient drives it)
-`, s.AWSEndpoint, s.AWSEndpoint, awstest.AdminPathPrefix)
+		fmt.Printf(`AWS emulator: %s   (admin API %s%s; awsemulator.AdminClient drives it)
+`, s.AWSEndpoint, s.AWSEndpoint, awsemulator.AdminPathPrefix)
 	}
 }
 

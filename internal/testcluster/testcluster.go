@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joinery-dev/joinery/e2e/localcluster"
+	"github.com/joinery-dev/joinery/internal/localcluster"
 )
 
 // startTimeout bounds starting etcd and kube-apiserver and installing the CRDs.

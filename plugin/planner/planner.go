@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -62,7 +63,7 @@ func (c *Config) New(ctx context.Context, opts plugin.PlannerOptions) (simulatio
 	}
 	unavailable := &unavailableOfferings{client: opts.Client, namespace: namespace}
 	s, err := solver.New(ctx, solver.Options{
-		State:         NewInformerState(opts.Client, factory),
+		State:         NewInformerState(cmpReader(opts.Cache, opts.Client), factory),
 		InstanceTypes: instanceTypes,
 		Profile:       profile,
 		Framework: simulation.FrameworkOptions{
@@ -78,9 +79,21 @@ func (c *Config) New(ctx context.Context, opts plugin.PlannerOptions) (simulatio
 		return nil, err
 	}
 	// The engine's plugins may have asked the factory for informers the scheduler had not.
+	// Start them, but do not wait here: kube-scheduler calls this from its plugin factory,
+	// before its health server is up, and on a large cluster the sync outlasts the liveness
+	// probe. The plugin waits (WaitForCacheSync) before its first batch instead.
 	factory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
-	return &refreshingPlanner{planner: s, unavailable: unavailable}, nil
+	return &refreshingPlanner{planner: s, unavailable: unavailable, factory: factory}, nil
+}
+
+// cmpReader returns the first reader that is set.
+func cmpReader(readers ...client.Reader) client.Reader {
+	for _, r := range readers {
+		if r != nil {
+			return r
+		}
+	}
+	return nil
 }
 
 // profile loads the named profile from the scheduler's config file, or the default profile
@@ -97,6 +110,18 @@ func (c *Config) profile(name string) (*config.KubeSchedulerProfile, error) {
 type refreshingPlanner struct {
 	planner     simulation.Planner
 	unavailable *unavailableOfferings
+	factory     informers.SharedInformerFactory
+}
+
+// WaitForCacheSync waits until the informers the solver reads have synced; false when ctx
+// ended first. The plugin calls it before its first batch (see plugin.CacheSyncer).
+func (p *refreshingPlanner) WaitForCacheSync(ctx context.Context) bool {
+	for _, synced := range p.factory.WaitForCacheSync(ctx.Done()) {
+		if !synced {
+			return false
+		}
+	}
+	return ctx.Err() == nil
 }
 
 func (p *refreshingPlanner) Plan(ctx context.Context, pods []*corev1.Pod) (*simulation.Plan, error) {

@@ -17,8 +17,9 @@ import (
 )
 
 // InformerState is the solver's view of the cluster in the scheduler: nodes, pods and
-// daemonsets from the scheduler's informers, NodePools and NodeClaims read fresh for each
-// batch (a NodeClaim published by the previous batch must count at once).
+// daemonsets from the scheduler's informers, NodePools and NodeClaims through a reader — the
+// plugin's informer cache, which the plugin holds back each batch until it has seen the
+// previous batch's NodeClaims (they must count at once) — never a LIST per batch.
 type InformerState struct {
 	client     client.Reader
 	nodes      corelisters.NodeLister

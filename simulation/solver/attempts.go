@@ -26,6 +26,10 @@ type attempt struct {
 	// topologyKeys are the keys the attempt's spread and pod (anti-)affinity terms and its
 	// volumes look at.
 	topologyKeys []string
+	// kept is the mask of the preferences made required (see preferenceMasks); relaxed marks
+	// the attempts of the alternative preferences are relaxed on.
+	kept    uint64
+	relaxed bool
 }
 
 // preference is one preferred term of a pod, made required while it is kept.
@@ -35,8 +39,9 @@ type preference struct {
 }
 
 // attempts lists the ways to try pod, strictest first: each required node affinity term in
-// order with every preference; then, under Respect, the last term with preferences dropped
-// one at a time, lowest weight first (ScheduleAnyway spreads, which have no weight, last).
+// order with every preference; then, under Respect, the last term with subsets of the
+// preferences in decreasing lexicographic order of weight (see preferenceMasks), so the first
+// subset that fits is the heaviest set of preferences that can still be met.
 func (s *Solver) attempts(pod *corev1.Pod) []attempt {
 	class := simulation.EquivalenceKey(pod)
 	alternatives := scheduling.PodRequirementAlternatives(pod)
@@ -46,15 +51,17 @@ func (s *Solver) attempts(pod *corev1.Pod) []attempt {
 	}
 	volumeKeys := s.volumes.keys(pod)
 	var out []attempt
-	add := func(alt int, kept int) {
-		a := attempt{reqs: alternatives[alt].Clone(), key: fmt.Sprintf("%s/%d/%d", class, alt, kept)}
+	add := func(alt int, mask uint64) {
+		a := attempt{reqs: alternatives[alt].Clone(), key: fmt.Sprintf("%s/%d/%x", class, alt, mask), kept: mask, relaxed: alt == len(alternatives)-1}
 		a.pod = pod
 		// Without preferences the pod itself serves every alternative: the Filters accept any
 		// of its terms, and the requirements hold the claim to this one.
-		if kept > 0 {
+		if mask != 0 {
 			a.pod = variant(pod, alt)
-			for _, p := range prefs[:kept] {
-				p.apply(a.pod, a.reqs)
+			for i, p := range prefs {
+				if mask&prefBit(len(prefs), i) != 0 {
+					p.apply(a.pod, a.reqs)
+				}
 			}
 		}
 		a.monotone, a.topologyKeys = inspect(a.pod)
@@ -65,13 +72,44 @@ func (s *Solver) attempts(pod *corev1.Pod) []attempt {
 		}
 		out = append(out, a)
 	}
+	masks := preferenceMasks(len(prefs))
 	for alt := range alternatives {
-		add(alt, len(prefs))
+		add(alt, masks[0])
 	}
-	for kept := len(prefs) - 1; kept >= 0; kept-- {
-		add(len(alternatives)-1, kept)
+	for _, mask := range masks[1:] {
+		add(len(alternatives)-1, mask)
 	}
 	return out
+}
+
+// maxEnumeratedPreferences bounds the preferences whose subsets are all tried; a pod with more
+// drops them one at a time, lightest first.
+const maxEnumeratedPreferences = 6
+
+// prefBit is the bit of the i-th heaviest of n preferences in a mask: the heaviest is the most
+// significant, so comparing masks compares the kept sets heaviest term first.
+func prefBit(n, i int) uint64 { return 1 << (n - 1 - i) }
+
+// preferenceMasks lists the sets of n preferences (heaviest first) to try, as masks: every
+// subset in decreasing order, so a heavier preference is dropped only when no set that keeps
+// it (with the heavier ones still kept) fits, and the lighter ones are tried again after it
+// is dropped. Past maxEnumeratedPreferences: all, then dropping the lightest one at a time.
+func preferenceMasks(n int) []uint64 {
+	all := uint64(1)<<n - 1
+	if n > maxEnumeratedPreferences {
+		masks := make([]uint64, 0, n+1)
+		for kept := n; kept >= 0; kept-- {
+			masks = append(masks, all&^(uint64(1)<<(n-kept)-1))
+		}
+		return masks
+	}
+	masks := make([]uint64, 0, all+1)
+	for m := all; ; m-- {
+		masks = append(masks, m)
+		if m == 0 {
+			return masks
+		}
+	}
 }
 
 func hasRequiredNodeAffinity(pod *corev1.Pod) bool {

@@ -12,9 +12,10 @@ import (
 	"github.com/joinery-dev/joinery/simulation"
 )
 
-// domainTaintKey marks the placeholder nodes the solver adds for topology domains. Nothing
-// tolerates it, and the solver never tries to place a pod on such a node.
-const domainTaintKey = "joinery.dev/topology-domain"
+// domainLabelKey marks the placeholder nodes the solver adds for topology domains. The solver
+// never tries to place a pod on such a node. They are not tainted for it: a spread with
+// nodeTaintsPolicy Honor would not count them.
+const domainLabelKey = "joinery.dev/topology-domain"
 
 // domainLabelKeys are the keys a placeholder node carries per combination.
 var domainLabelKeys = []string{corev1.LabelTopologyZone, karpv1.CapacityTypeLabelKey, corev1.LabelArchStable, corev1.LabelOSStable}
@@ -23,12 +24,16 @@ var domainLabelKeys = []string{corev1.LabelTopologyZone, karpv1.CapacityTypeLabe
 // placeholder nodes enumerate; keys past the bound are left off the placeholders.
 const maxCustomDomains = 256
 
-// addDomains adds an empty, tainted placeholder node for every (zone, capacity type, arch, os)
+// addDomains adds an empty placeholder node for every (zone, capacity type, arch, os)
 // a NodePool can launch, crossed with every combination of the values its requirements list
 // for user-defined labels (In with several values). PodTopologySpread counts the domains of
 // the nodes in the snapshot; a zone (or rack) where nothing runs yet but a NodePool could
 // launch must count as a domain with zero pods, as Karpenter counts it, or the Filters would
-// let a spread pile onto the first one.
+// let a spread pile onto the first one. A placeholder carries the NodePool's taints, which its
+// nodes keep (a spread with nodeTaintsPolicy Honor leaves out the domains of a NodePool whose
+// taints the pod does not tolerate), and not the ones a node loses by itself once it is
+// ready (karpenter.sh/unregistered, startup taints), which the planned nodes do not carry
+// either.
 func (r *run) addDomains() error {
 	for _, p := range r.pools {
 		custom := customDomains(p.reqs)
@@ -50,6 +55,7 @@ func (r *run) addDomains() error {
 						for _, extra := range custom {
 							labels := p.reqs.Labels()
 							maps.Copy(labels, extra)
+							labels[domainLabelKey] = "true"
 							for i, k := range domainLabelKeys {
 								if values[i] != "" {
 									labels[k] = values[i]
@@ -59,7 +65,7 @@ func (r *run) addDomains() error {
 							nodes = append(nodes, simulation.NewHypotheticalNode(simulation.NodeTemplate{
 								Name:   name,
 								Labels: labels,
-								Taints: []corev1.Taint{{Key: domainTaintKey, Effect: corev1.TaintEffectNoSchedule}},
+								Taints: p.np.Spec.Template.Spec.Taints,
 							}))
 						}
 					}

@@ -293,3 +293,29 @@ func claimOf(name, class string) *corev1.PersistentVolumeClaim {
 		},
 	}
 }
+
+// availableVolume is an unbound claim of a WaitForFirstConsumer StorageClass without a
+// provisioner (kubernetes.io/no-provisioner) and an available PersistentVolume of that class
+// whose node affinity requires zone.
+func availableVolume(name, class, claim, zone string) []runtime.Object {
+	mode := storagev1.VolumeBindingWaitForFirstConsumer
+	sc := &storagev1.StorageClass{
+		ObjectMeta:        metav1.ObjectMeta{Name: class},
+		Provisioner:       "kubernetes.io/no-provisioner",
+		VolumeBindingMode: &mode,
+	}
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")},
+			AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName:       class,
+			PersistentVolumeSource: corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: "/mnt/" + name}},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{zone}}},
+			}}}},
+		},
+		Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeAvailable},
+	}
+	return []runtime.Object{sc, pv, claimOf(claim, class)}
+}

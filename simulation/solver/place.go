@@ -12,6 +12,7 @@ import (
 
 	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/scheduling"
+	"github.com/joinery-dev/joinery/simulation"
 )
 
 // memo is what pods of one equivalence class learn for one attempt and share with their
@@ -27,6 +28,10 @@ type memo struct {
 	// spread marks the claims PodTopologySpread's numbers rejected for a non-monotone
 	// attempt; a mark holds while the engine's SpreadEpoch and the claim's labels do.
 	spread map[int]spreadMark
+	// forGood maps the claims a non-monotone attempt was rejected from for good (resources,
+	// host ports, required anti-affinity: simulation.RejectedForGood) to their labels'
+	// version; the rejection holds while that does.
+	forGood map[int]int
 }
 
 type spreadMark struct {
@@ -43,6 +48,12 @@ func (m *memo) spreadRejects(c *claim, epoch uint64) bool {
 
 func (m *memo) hasFailed(i int) bool { return i < len(m.failed) && m.failed[i] }
 
+// rejectsForGood reports whether claim c is still rejected for good (see forGood).
+func (m *memo) rejectsForGood(c *claim) bool {
+	version, ok := m.forGood[c.index]
+	return ok && version == c.labelsVersion
+}
+
 func (m *memo) fail(i int) {
 	if i >= len(m.failed) {
 		m.failed = append(m.failed, make([]bool, i+1-len(m.failed))...)
@@ -53,7 +64,7 @@ func (m *memo) fail(i int) {
 func (r *run) memo(key string) *memo {
 	m, ok := r.memos[key]
 	if !ok {
-		m = &memo{pools: map[*pool]*poolFit{}, shapes: map[*pool]map[string][]newShape{}, spread: map[int]spreadMark{}}
+		m = &memo{pools: map[*pool]*poolFit{}, shapes: map[*pool]map[string][]newShape{}, spread: map[int]spreadMark{}, forGood: map[int]int{}}
 		r.memos[key] = m
 	}
 	return m
@@ -67,7 +78,16 @@ func (r *run) place(ctx context.Context, pod *corev1.Pod) error {
 	}
 	req := podVec(pod)
 	var reasons []string
+	// failed holds the preference sets the pod did not fit with: a superset cannot fit either
+	// (each kept preference is one more required constraint), so it is not tried.
+	var failed []uint64
 	for _, a := range r.s.attempts(pod) {
+		if a.relaxed && slices.ContainsFunc(failed, func(f uint64) bool { return a.kept&f == f }) {
+			continue
+		}
+		if a.relaxed {
+			failed = append(failed, a.kept)
+		}
 		m := r.memo(a.key)
 		// antiAffinityKeys change only when a pod is committed, so the split holds for the
 		// whole attempt.
@@ -125,13 +145,13 @@ func (r *run) tryClaims(ctx context.Context, pod *corev1.Pod, a attempt, m *memo
 	if !a.monotone {
 		epoch = r.engine.SpreadEpoch(ctx, a.pod)
 	}
-	var marks []bool
+	var marks []simulation.Rejection
 	chunk := firstChunk
 	flush := func() (bool, error) {
-		if epoch != 0 {
-			marks = append(marks[:0], make([]bool, len(names))...)
+		if !a.monotone {
+			marks = append(marks[:0], make([]simulation.Rejection, len(names))...)
 		}
-		found, err := r.engine.FirstFit(ctx, a.pod, names, marks)
+		found, err := r.engine.FirstFitMarked(ctx, a.pod, names, marks)
 		if err != nil {
 			return false, fmt.Errorf("checking pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
@@ -143,10 +163,13 @@ func (r *run) tryClaims(ctx context.Context, pod *corev1.Pod, a attempt, m *memo
 				m.fail(cand.c.index)
 			}
 		}
-		for i, marked := range marks[:min(found, len(marks))] {
-			if marked {
-				c := direct[i].c
+		for i, mark := range marks[:min(found, len(marks))] {
+			c := direct[i].c
+			switch {
+			case mark == simulation.RejectedBySpread && epoch != 0:
 				m.spread[c.index] = spreadMark{epoch: epoch, labelsVersion: c.labelsVersion}
+			case mark == simulation.RejectedForGood:
+				m.forGood[c.index] = c.labelsVersion
 			}
 		}
 		if found < len(direct) {
@@ -157,7 +180,7 @@ func (r *run) tryClaims(ctx context.Context, pod *corev1.Pod, a attempt, m *memo
 		return false, nil
 	}
 	for _, c := range order {
-		if m.hasFailed(c.index) || m.spreadRejects(c, epoch) {
+		if m.hasFailed(c.index) || m.spreadRejects(c, epoch) || m.rejectsForGood(c) {
 			continue
 		}
 		cand, ok := r.admits(c, a, req, open)

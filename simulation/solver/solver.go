@@ -57,15 +57,52 @@ func (s *Solver) Plan(ctx context.Context, pods []*corev1.Pod) (*simulation.Plan
 		// Release the batch's state; the next Plan resets the snapshot anyway.
 		_ = s.engine.Reset(nil, nil)
 	}()
-	for _, pod := range sortedPods(pods) {
+	err = inRounds(sortedPods(pods), func(pod *corev1.Pod) (bool, error) {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return false, err
 		}
+		// A pod tried again drops the reason of its last round; place sets a new one.
+		delete(r.plan.Unschedulable, pod.UID)
 		if err := r.place(ctx, pod); err != nil {
-			return nil, err
+			return false, err
 		}
+		_, failed := r.plan.Unschedulable[pod.UID]
+		return !failed || !waitsForPartners(pod), nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return r.finish()
+}
+
+// inRounds goes through pods in order with try, which reports whether the pod is settled.
+// Pods not settled are tried again, in order, while the round before settled some pod: as
+// kube-scheduler retries a pod whose required pod affinity no pod met yet (its partner may
+// come later in the batch, say from another namespace).
+func inRounds(pods []*corev1.Pod, try func(*corev1.Pod) (bool, error)) error {
+	for {
+		var waiting []*corev1.Pod
+		for _, pod := range pods {
+			settled, err := try(pod)
+			if err != nil {
+				return err
+			}
+			if !settled {
+				waiting = append(waiting, pod)
+			}
+		}
+		if len(waiting) == 0 || len(waiting) == len(pods) {
+			return nil
+		}
+		pods = waiting
+	}
+}
+
+// waitsForPartners reports whether pod has required pod affinity: whether it fits may depend
+// on pods planned after it.
+func waitsForPartners(pod *corev1.Pod) bool {
+	a := pod.Spec.Affinity
+	return a != nil && a.PodAffinity != nil && len(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0
 }
 
 // run is the state of one Plan.

@@ -234,6 +234,38 @@ func TestPlan(t *testing.T) {
 			}
 		},
 	}, {
+		// Karpenter's scheduling benchmark pods: preferred zone node affinity, preferred zone
+		// anti-affinity (weight 10, unsatisfiable past three pods) and preferred hostname
+		// anti-affinity (weight 1). Once the zone anti-affinity cannot be met, Respect keeps
+		// the lighter hostname anti-affinity and the node affinity: one node per pod, as
+		// Karpenter plans them, and the pods past the third in the preferred zone.
+		name:  "respect keeps the lighter preferences a dropped heavier one leaves satisfiable",
+		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default", threeZones())}},
+		batch: pods(8, "bench", "100m", "128Mi", labelled("app", "bench"),
+			testpods.PreferNode(5, zone, "test-zone-a"),
+			testpods.PreferAntiAffine(10, zone, "bench"),
+			testpods.PreferAntiAffine(1, corev1.LabelHostname, "bench")),
+		check: func(t *testing.T, plan *simulation.Plan) {
+			wantClaims(t, plan, 8)
+			zones := map[string]int{}
+			for _, c := range plan.NewNodeClaims {
+				zones[c.NodeClaim.Labels[zone]]++
+			}
+			if want := map[string]int{"test-zone-a": 6, "test-zone-b": 1, "test-zone-c": 1}; !maps.Equal(zones, want) {
+				t.Errorf("nodeclaims per zone %v, want %v", zones, want)
+			}
+		},
+	}, {
+		name:  "respect keeps a lighter preference after dropping a heavier one",
+		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default", threeZones())}},
+		batch: pods(1, "web", "500m", "512Mi", testpods.PreferNode(50, zone, "test-zone-d"), testpods.PreferNode(10, zone, "test-zone-c")),
+		check: func(t *testing.T, plan *simulation.Plan) {
+			wantClaims(t, plan, 1)
+			if got := plan.NewNodeClaims[0].NodeClaim.Labels[zone]; got != "test-zone-c" {
+				t.Errorf("zone %q, want test-zone-c (the heavier, unsatisfiable preference dropped, the lighter kept)", got)
+			}
+		},
+	}, {
 		name:  "in-flight NodeClaim reused",
 		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default")}, NodeClaimList: []*karpv1.NodeClaim{inFlight}},
 		batch: pods(3, "web", "1", "1Gi"),
@@ -330,6 +362,17 @@ func TestPlan(t *testing.T) {
 		name:    "a WaitForFirstConsumer StorageClass's allowed topologies pick the zone",
 		state:   &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default", threeZones())}},
 		objects: delayedVolume("data", "test-zone-c"),
+		batch:   pods(1, "db", "1", "1Gi", mountingClaim("data")),
+		check: func(t *testing.T, plan *simulation.Plan) {
+			wantClaims(t, plan, 1)
+			wantLabelValues(t, plan, zone, "test-zone-c")
+		},
+	}, {
+		// A local-volume class: nothing provisions, so the claim binds to a volume created
+		// for it, and the volume's node affinity decides the zone.
+		name:    "a WaitForFirstConsumer claim without a provisioner goes where an available volume is",
+		state:   &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default", threeZones())}},
+		objects: availableVolume("pv-local", "local", "data", "test-zone-c"),
 		batch:   pods(1, "db", "1", "1Gi", mountingClaim("data")),
 		check: func(t *testing.T, plan *simulation.Plan) {
 			wantClaims(t, plan, 1)
@@ -580,5 +623,24 @@ func TestChooseValues(t *testing.T) {
 				t.Errorf("chosen %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestPreferenceMasks(t *testing.T) {
+	cases := []struct {
+		n    int
+		want []uint64
+	}{
+		{0, []uint64{0}},
+		{1, []uint64{1, 0}},
+		// Heaviest first: 100, 10, 1 are the first, second and third preference.
+		{3, []uint64{0b111, 0b110, 0b101, 0b100, 0b011, 0b010, 0b001, 0}},
+		// Past maxEnumeratedPreferences: the lightest dropped one at a time.
+		{8, []uint64{0xff, 0xfe, 0xfc, 0xf8, 0xf0, 0xe0, 0xc0, 0x80, 0}},
+	}
+	for _, tc := range cases {
+		if got := preferenceMasks(tc.n); !slices.Equal(got, tc.want) {
+			t.Errorf("preferenceMasks(%d) = %b, want %b", tc.n, got, tc.want)
+		}
 	}
 }

@@ -118,10 +118,21 @@ func VerifyPlan(ctx context.Context, plan *simulation.Plan, state ClusterState, 
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	for _, pod := range sortedPods(planned) {
+	// Pods are replayed in the solver's order and rounds: one whose required pod affinity
+	// waits for a pod planned after it is tried again.
+	failures := map[types.UID]error{}
+	_ = inRounds(sortedPods(planned), func(pod *corev1.Pod) (bool, error) {
 		node := placement[pod.UID]
+		delete(failures, pod.UID)
 		if status := engine.SchedulePod(ctx, pod, node); !status.IsSuccess() {
-			errs = append(errs, fmt.Errorf("pod %s/%s does not fit its planned node %s: %s: %s", pod.Namespace, pod.Name, node, status.Plugin(), status.Message()))
+			failures[pod.UID] = fmt.Errorf("pod %s/%s does not fit its planned node %s: %s: %s", pod.Namespace, pod.Name, node, status.Plugin(), status.Message())
+			return !waitsForPartners(pod), nil
+		}
+		return true, nil
+	})
+	for _, pod := range sortedPods(planned) {
+		if err, ok := failures[pod.UID]; ok {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)

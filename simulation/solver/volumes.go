@@ -3,6 +3,7 @@ package solver
 import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
@@ -60,7 +61,7 @@ func (v *volumeTopology) keys(pod *corev1.Pod) []string {
 		pvc, err := v.claims.PersistentVolumeClaims(pod.Namespace).Get(name)
 		if err != nil {
 			if vol.Ephemeral != nil && vol.Ephemeral.VolumeClaimTemplate != nil {
-				keys = append(keys, v.classKeys(vol.Ephemeral.VolumeClaimTemplate.Spec.StorageClassName)...)
+				keys = append(keys, v.classKeys(vol.Ephemeral.VolumeClaimTemplate.Spec.StorageClassName, nil)...)
 			}
 			continue
 		}
@@ -69,7 +70,7 @@ func (v *volumeTopology) keys(pod *corev1.Pod) []string {
 			continue
 		}
 		class := storagehelpers.GetPersistentVolumeClaimClass(pvc)
-		keys = append(keys, v.classKeys(&class)...)
+		keys = append(keys, v.classKeys(&class, pvc)...)
 	}
 	for i, k := range keys {
 		keys[i] = scheduling.NormalizeLabelKey(k)
@@ -98,7 +99,11 @@ func (v *volumeTopology) volumeKeys(name string) []string {
 	return keys
 }
 
-func (v *volumeTopology) classKeys(name *string) []string {
+// classKeys returns the keys a WaitForFirstConsumer class's allowed topologies constrain, and
+// those of the node affinity of its volumes that claim (nil: a claim yet to be created) could
+// bind to: a class without a provisioner binds only to volumes created beforehand, so they
+// decide the zone.
+func (v *volumeTopology) classKeys(name *string, claim *corev1.PersistentVolumeClaim) []string {
 	if name == nil || *name == "" {
 		return nil
 	}
@@ -112,5 +117,24 @@ func (v *volumeTopology) classKeys(name *string) []string {
 			keys = append(keys, expr.Key)
 		}
 	}
+	volumes, err := v.volumes.List(labels.Everything())
+	if err != nil {
+		return keys
+	}
+	for _, pv := range volumes {
+		if pv.Spec.StorageClassName != sc.Name || !bindable(pv, claim) {
+			continue
+		}
+		keys = append(keys, v.volumeKeys(pv.Name)...)
+	}
 	return keys
+}
+
+// bindable reports whether pv is free, or reserved for claim.
+func bindable(pv *corev1.PersistentVolume, claim *corev1.PersistentVolumeClaim) bool {
+	ref := pv.Spec.ClaimRef
+	if ref == nil {
+		return pv.Status.Phase == corev1.VolumeAvailable || pv.Status.Phase == ""
+	}
+	return claim != nil && ref.Namespace == claim.Namespace && ref.Name == claim.Name && (ref.UID == "" || ref.UID == claim.UID)
 }

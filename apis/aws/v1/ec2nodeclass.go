@@ -33,6 +33,10 @@ type EC2NodeClassList struct {
 	Items           []EC2NodeClass `json:"items"`
 }
 
+// GetConditions returns the class's status conditions; Ready says whether NodePools may launch
+// with it (cloudprovider.NodeClass).
+func (in *EC2NodeClass) GetConditions() []metav1.Condition { return in.Status.Conditions }
+
 // EC2NodeClassSpec is the desired configuration of the nodes launched from this class.
 //
 // The node identity is either a role (joinery manages an instance profile for it) or a

@@ -59,6 +59,15 @@ var InstanceTypeLabels = []string{
 	LabelInstanceCapabilityFlex,
 }
 
+// WellKnownLabels are the AWS provider's well-known label keys: those of its offerings
+// (capacity reservation, zone ID) and of its instance types. The provider registers them with
+// joinery's well-known labels at init (cloudprovider/aws/instancetype).
+var WellKnownLabels = append([]string{
+	LabelCapacityReservationID,
+	LabelCapacityReservationType,
+	LabelTopologyZoneID,
+}, InstanceTypeLabels...)
+
 // Annotations and tags.
 const (
 	AnnotationEC2NodeClassHash        = Group + "/ec2nodeclass-hash"

@@ -46,10 +46,14 @@ type KWOKNodeClassList struct {
 	Items           []KWOKNodeClass `json:"items"`
 }
 
-// GroupVersionKind is the kind of KWOKNodeClass, for a cloud provider's supported node classes.
+// GroupVersionKind is the kind of KWOKNodeClass, as NodePools' nodeClassRefs name it.
 func GroupVersionKind() schema.GroupVersionKind {
 	return SchemeGroupVersion.WithKind(KWOKNodeClassKind)
 }
+
+// GetConditions returns the class's status conditions; Ready says whether NodePools may launch
+// with it (cloudprovider.NodeClass).
+func (c *KWOKNodeClass) GetConditions() []metav1.Condition { return c.Status.Conditions }
 
 // Ready reports whether the class's Ready condition is True, and otherwise why not.
 func (c *KWOKNodeClass) Ready() (bool, string) {

@@ -5,8 +5,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-
-	"github.com/joinery-dev/joinery/cloudprovider/aws/amifamily/toml"
 )
 
 // bottlerocket merges the user's TOML settings under joinery's settings.kubernetes.
@@ -52,7 +50,7 @@ func (bottlerocket) userData(in Input) ([]byte, error) {
 	doc := map[string]any{}
 	if in.UserData != "" {
 		var err error
-		if doc, err = toml.Decode([]byte(in.UserData)); err != nil {
+		if doc, err = decodeTOML([]byte(in.UserData)); err != nil {
 			return nil, fmt.Errorf("parsing Bottlerocket user data: %w", err)
 		}
 	}
@@ -73,7 +71,7 @@ func (bottlerocket) userData(in Input) ([]byte, error) {
 	maps.Copy(kubernetes, bottlerocketSettings(in))
 	settings["kubernetes"] = kubernetes
 	// Only settings is Bottlerocket's; other top-level keys are dropped.
-	return toml.Encode(map[string]any{"settings": settings}, bottlerocketKeyOrder)
+	return encodeTOML(map[string]any{"settings": settings}, bottlerocketKeyOrder)
 }
 
 // bottlerocketSettings are joinery's settings.kubernetes values, which win over the user's.
@@ -166,7 +164,7 @@ func table(doc map[string]any, key string) (map[string]any, error) {
 }
 
 func (bottlerocket) parse(userData []byte) (NodeBootstrap, error) {
-	doc, err := toml.Decode(userData)
+	doc, err := decodeTOML(userData)
 	if err != nil {
 		return NodeBootstrap{}, fmt.Errorf("parsing Bottlerocket user data: %w", err)
 	}

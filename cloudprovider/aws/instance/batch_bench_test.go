@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
-	"github.com/joinery-dev/joinery/cloudprovider/aws/awstest"
 	"github.com/joinery-dev/joinery/cloudprovider/aws/instance"
+	"github.com/joinery-dev/joinery/internal/awsemulator"
 )
 
 // BenchmarkLaunchBurst launches bursts of identical NodeClaims at once, as one scheduling
@@ -39,7 +39,9 @@ func BenchmarkLaunchBurst(b *testing.B) {
 					}
 					round++
 				}
-				perBurst := func(action string) float64 { return float64(f.srv.Calls(awstest.ServiceEC2, action)) / float64(round) }
+				perBurst := func(action string) float64 {
+					return float64(f.srv.Calls(awsemulator.ServiceEC2, action)) / float64(round)
+				}
 				b.ReportMetric(perBurst("CreateFleet"), "CreateFleet/burst")
 				b.ReportMetric(perBurst("CreateFleet")+perBurst("CreateTags")+perBurst("DescribeInstances"), "ec2-calls/burst")
 			})

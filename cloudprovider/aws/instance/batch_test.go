@@ -15,9 +15,9 @@ import (
 	awsv1 "github.com/joinery-dev/joinery/apis/aws/v1"
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider/aws/awserr"
-	"github.com/joinery-dev/joinery/cloudprovider/aws/awstest"
 	"github.com/joinery-dev/joinery/cloudprovider/aws/instance"
 	"github.com/joinery-dev/joinery/cloudprovider/aws/launchtemplate"
+	"github.com/joinery-dev/joinery/internal/awsemulator"
 )
 
 // never is a batch window that does not close during a test: batches there are sent by size.
@@ -93,7 +93,7 @@ func TestBatchConcurrentIdenticalLaunches(t *testing.T) {
 	reqs := f.requests(t, 10, "uid", f.template(t), karpv1.CapacityTypeOnDemand, []string{"c6i.large", "m5.2xlarge"}, []string{"us-west-2b", "us-west-2c"})
 
 	results := launchAll(ctx, p, reqs)
-	if n := f.srv.Calls(awstest.ServiceEC2, "CreateFleet"); n != 1 {
+	if n := f.srv.Calls(awsemulator.ServiceEC2, "CreateFleet"); n != 1 {
 		t.Errorf("%d CreateFleet calls, want 1", n)
 	}
 	seen := map[string]string{}
@@ -130,7 +130,7 @@ func TestBatchConcurrentIdenticalLaunches(t *testing.T) {
 			t.Errorf("retry of %s: %s %v, want %s", r.req.ClientToken, r.launched.Instance.ID, r.err, results[i].launched.Instance.ID)
 		}
 	}
-	if n := f.srv.Calls(awstest.ServiceEC2, "CreateFleet"); n != 1 || len(f.srv.Instances()) != 10 {
+	if n := f.srv.Calls(awsemulator.ServiceEC2, "CreateFleet"); n != 1 || len(f.srv.Instances()) != 10 {
 		t.Errorf("after retries: %d CreateFleet calls and %d instances, want 1 and 10", n, len(f.srv.Instances()))
 	}
 }
@@ -157,7 +157,7 @@ func TestBatchSeparatesShapes(t *testing.T) {
 	reqs = append(reqs, tagged...)
 
 	results := launchAll(context.Background(), p, reqs)
-	if n := f.srv.Calls(awstest.ServiceEC2, "CreateFleet"); n != 5 {
+	if n := f.srv.Calls(awsemulator.ServiceEC2, "CreateFleet"); n != 5 {
 		t.Errorf("%d CreateFleet calls, want one per shape (5)", n)
 	}
 	for _, r := range results {
@@ -210,7 +210,7 @@ func TestBatchOfOneKeepsItsToken(t *testing.T) {
 	if !hasTag(in.TagSpecifications, ec2types.ResourceTypeInstance, awsv1.TagNodeClaim, "default-uid-1") {
 		t.Errorf("fleet tags %v lack the nodeclaim tag", in.TagSpecifications)
 	}
-	if n := f.srv.Calls(awstest.ServiceEC2, "CreateTags"); n != 0 {
+	if n := f.srv.Calls(awsemulator.ServiceEC2, "CreateTags"); n != 0 {
 		t.Errorf("%d CreateTags calls for a batch of one, want 0", n)
 	}
 	// The same fleet request again, as after a lost answer: EC2's answer, no new instance.
@@ -243,7 +243,7 @@ func TestBatchPartialFulfilment(t *testing.T) {
 	if err := f.srv.SetAvailableIPs(f.subnets["us-west-2b"], 2); err != nil {
 		t.Fatal(err)
 	}
-	f.srv.SetInsufficientCapacity(awstest.CapacityTypeOnDemand, "c6i.large", "us-west-2c")
+	f.srv.SetInsufficientCapacity(awsemulator.CapacityTypeOnDemand, "c6i.large", "us-west-2c")
 	reqs := f.requests(t, 5, "uid", f.template(t), karpv1.CapacityTypeOnDemand, []string{"c6i.large"}, []string{"us-west-2b", "us-west-2c"})
 
 	results := launchAll(context.Background(), p, reqs)
@@ -262,8 +262,8 @@ func TestBatchPartialFulfilment(t *testing.T) {
 			t.Errorf("%s: %v, want an instance or insufficient capacity", r.req.ClientToken, r.err)
 		}
 	}
-	if launched != 2 || refused != 3 || f.srv.Calls(awstest.ServiceEC2, "CreateFleet") != 1 {
-		t.Errorf("%d launched, %d refused in %d fleets; want 2, 3 and 1", launched, refused, f.srv.Calls(awstest.ServiceEC2, "CreateFleet"))
+	if launched != 2 || refused != 3 || f.srv.Calls(awsemulator.ServiceEC2, "CreateFleet") != 1 {
+		t.Errorf("%d launched, %d refused in %d fleets; want 2, 3 and 1", launched, refused, f.srv.Calls(awsemulator.ServiceEC2, "CreateFleet"))
 	}
 	if n := unshared(results); n != 1 {
 		t.Errorf("%d results record the fleet's errors, want 1", n)
@@ -273,7 +273,7 @@ func TestBatchPartialFulfilment(t *testing.T) {
 func TestBatchFleetCallErrorReachesEveryMember(t *testing.T) {
 	f := newFixture(t)
 	p := f.batching(instance.BatchOptions{IdleDuration: never, MaxDuration: never, MaxSize: 3})
-	f.srv.Inject(awstest.Unauthorized.For(awstest.ServiceEC2, "CreateFleet", 0))
+	f.srv.Inject(awsemulator.Unauthorized.For(awsemulator.ServiceEC2, "CreateFleet", 0))
 	reqs := f.requests(t, 3, "uid", f.template(t), karpv1.CapacityTypeOnDemand, []string{"c6i.large"}, []string{"us-west-2b"})
 
 	for _, r := range launchAll(context.Background(), p, reqs) {
@@ -281,7 +281,7 @@ func TestBatchFleetCallErrorReachesEveryMember(t *testing.T) {
 			t.Errorf("%s: %v, want UnauthorizedOperation", r.req.ClientToken, r.err)
 		}
 	}
-	if n := f.srv.Calls(awstest.ServiceEC2, "CreateFleet"); n != 1 {
+	if n := f.srv.Calls(awsemulator.ServiceEC2, "CreateFleet"); n != 1 {
 		t.Errorf("%d CreateFleet calls, want 1", n)
 	}
 }
@@ -316,7 +316,7 @@ func TestBatchMemberCancelledBeforeSend(t *testing.T) {
 			t.Errorf("%s: %v", r.req.ClientToken, r.err)
 		}
 	}
-	if n, m := f.srv.Calls(awstest.ServiceEC2, "CreateFleet"), len(f.srv.Instances()); n != 1 || m != 10 {
+	if n, m := f.srv.Calls(awsemulator.ServiceEC2, "CreateFleet"), len(f.srv.Instances()); n != 1 || m != 10 {
 		t.Errorf("%d CreateFleet calls and %d instances, want 1 and 10", n, m)
 	}
 	for _, inst := range f.srv.Instances() {
@@ -329,7 +329,7 @@ func TestBatchMemberCancelledBeforeSend(t *testing.T) {
 func TestBatchMemberCancelledInFlight(t *testing.T) {
 	f := newFixture(t)
 	p := f.batching(instance.BatchOptions{IdleDuration: never, MaxDuration: never, MaxSize: 3})
-	f.srv.Inject(awstest.Fault{Latency: 200 * time.Millisecond}.For(awstest.ServiceEC2, "CreateFleet", 1))
+	f.srv.Inject(awsemulator.Fault{Latency: 200 * time.Millisecond}.For(awsemulator.ServiceEC2, "CreateFleet", 1))
 	reqs := f.requests(t, 3, "uid", f.template(t), karpv1.CapacityTypeOnDemand, []string{"c6i.large"}, []string{"us-west-2b"})
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -341,7 +341,7 @@ func TestBatchMemberCancelledInFlight(t *testing.T) {
 	waitFor(t, "the first launch in the batch", func() bool { return instance.PendingLaunches(p) == 1 })
 	others := make(chan []launchResult, 1)
 	go func() { others <- launchAll(context.Background(), p, reqs[1:]) }()
-	waitFor(t, "the fleet request", func() bool { return f.srv.Calls(awstest.ServiceEC2, "CreateFleet") == 1 })
+	waitFor(t, "the fleet request", func() bool { return f.srv.Calls(awsemulator.ServiceEC2, "CreateFleet") == 1 })
 	cancel()
 	if err := <-quit; !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled launch: %v, want context.Canceled", err)
@@ -353,16 +353,16 @@ func TestBatchMemberCancelledInFlight(t *testing.T) {
 	}
 	// The abandoned launch's instance was still tagged with its NodeClaim: its retry, here by
 	// a restarted controller, gets it.
-	waitFor(t, "three tagged instances", func() bool { return f.srv.Calls(awstest.ServiceEC2, "CreateTags") == 3 })
+	waitFor(t, "three tagged instances", func() bool { return f.srv.Calls(awsemulator.ServiceEC2, "CreateTags") == 3 })
 	restarted := instance.New(f.client, instance.Options{ClusterName: cluster})
 	retried, err := restarted.Launch(context.Background(), reqs[0])
 	if err != nil {
 		t.Fatal(err)
 	}
 	stored, _ := f.srv.Instance(retried.Instance.ID)
-	if stored.Tags[awsv1.TagNodeClaim] != reqs[0].Tags[awsv1.TagNodeClaim] || len(f.srv.Instances()) != 3 || f.srv.Calls(awstest.ServiceEC2, "CreateFleet") != 1 {
+	if stored.Tags[awsv1.TagNodeClaim] != reqs[0].Tags[awsv1.TagNodeClaim] || len(f.srv.Instances()) != 3 || f.srv.Calls(awsemulator.ServiceEC2, "CreateFleet") != 1 {
 		t.Errorf("retry got %s tagged %v; %d instances, %d fleets; want its own instance, 3 and 1",
-			stored.ID, stored.Tags, len(f.srv.Instances()), f.srv.Calls(awstest.ServiceEC2, "CreateFleet"))
+			stored.ID, stored.Tags, len(f.srv.Instances()), f.srv.Calls(awsemulator.ServiceEC2, "CreateFleet"))
 	}
 }
 
@@ -371,7 +371,7 @@ func TestBatchMemberCancelledInFlight(t *testing.T) {
 func TestBatchUntaggedInstanceIsListed(t *testing.T) {
 	f := newFixture(t)
 	p := f.batching(instance.BatchOptions{IdleDuration: never, MaxDuration: never, MaxSize: 2})
-	f.srv.Inject(awstest.Unauthorized.For(awstest.ServiceEC2, "CreateTags", 0))
+	f.srv.Inject(awsemulator.Unauthorized.For(awsemulator.ServiceEC2, "CreateTags", 0))
 	reqs := f.requests(t, 2, "uid", f.template(t), karpv1.CapacityTypeOnDemand, []string{"c6i.large"}, []string{"us-west-2b"})
 
 	for _, r := range launchAll(context.Background(), p, reqs) {

@@ -13,16 +13,16 @@ import (
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider/aws/amifamily"
 	"github.com/joinery-dev/joinery/cloudprovider/aws/awserr"
-	"github.com/joinery-dev/joinery/cloudprovider/aws/awstest"
-	"github.com/joinery-dev/joinery/cloudprovider/aws/awstest/catalogdata"
+	"github.com/joinery-dev/joinery/cloudprovider/aws/catalogdata"
 	"github.com/joinery-dev/joinery/cloudprovider/aws/instance"
 	"github.com/joinery-dev/joinery/cloudprovider/aws/launchtemplate"
+	"github.com/joinery-dev/joinery/internal/awsemulator"
 )
 
-const cluster = awstest.DefaultClusterName
+const cluster = awsemulator.DefaultClusterName
 
 type fixture struct {
-	srv       *awstest.Server
+	srv       *awsemulator.Server
 	client    *ec2.Client
 	p         *instance.Provider
 	templates *launchtemplate.Provider
@@ -33,7 +33,7 @@ type fixture struct {
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
-	srv := awstest.NewServer(awstest.Options{})
+	srv := awsemulator.NewServer(awsemulator.Options{})
 	t.Cleanup(srv.Close)
 	// The SDK's own retry decisions, without its sleeps.
 	client := ec2.NewFromConfig(srv.Config(), func(o *ec2.Options) {
@@ -138,16 +138,18 @@ func TestLaunchErrors(t *testing.T) {
 	}{
 		{
 			name: "capacity error on the cheapest: the next launches", capacityType: karpv1.CapacityTypeSpot,
-			setup:    func(f *fixture) { f.srv.SetInsufficientCapacity(awstest.CapacityTypeSpot, "c6i.large", "us-west-2b") },
+			setup: func(f *fixture) {
+				f.srv.SetInsufficientCapacity(awsemulator.CapacityTypeSpot, "c6i.large", "us-west-2b")
+			},
 			wantType: "c6i.large", wantZone: "us-west-2c", wantKinds: []instance.Kind{instance.KindCapacity},
 		},
 		{
 			name: "every offering refused", capacityType: karpv1.CapacityTypeOnDemand,
 			setup: func(f *fixture) {
-				f.srv.SetInsufficientCapacity(awstest.CapacityTypeOnDemand, "c6i.large", "us-west-2b")
-				f.srv.SetLaunchError(awstest.CapacityTypeOnDemand, "c6i.large", "us-west-2c", "VcpuLimitExceeded")
-				f.srv.SetLaunchError(awstest.CapacityTypeOnDemand, "m5.2xlarge", "us-west-2b", "UnfulfillableCapacity")
-				f.srv.SetLaunchError(awstest.CapacityTypeOnDemand, "m5.2xlarge", "us-west-2c", "MaxSpotInstanceCountExceeded")
+				f.srv.SetInsufficientCapacity(awsemulator.CapacityTypeOnDemand, "c6i.large", "us-west-2b")
+				f.srv.SetLaunchError(awsemulator.CapacityTypeOnDemand, "c6i.large", "us-west-2c", "VcpuLimitExceeded")
+				f.srv.SetLaunchError(awsemulator.CapacityTypeOnDemand, "m5.2xlarge", "us-west-2b", "UnfulfillableCapacity")
+				f.srv.SetLaunchError(awsemulator.CapacityTypeOnDemand, "m5.2xlarge", "us-west-2c", "MaxSpotInstanceCountExceeded")
 			},
 			check: func(t *testing.T, err error) {
 				var none *instance.NoInstanceError
@@ -167,12 +169,12 @@ func TestLaunchErrors(t *testing.T) {
 		},
 		{
 			name: "throttled twice, then recovered", capacityType: karpv1.CapacityTypeOnDemand,
-			setup:    func(f *fixture) { f.srv.Inject(awstest.Throttling.For(awstest.ServiceEC2, "CreateFleet", 2)) },
+			setup:    func(f *fixture) { f.srv.Inject(awsemulator.Throttling.For(awsemulator.ServiceEC2, "CreateFleet", 2)) },
 			wantType: "c6i.large", wantZone: "us-west-2b",
 		},
 		{
 			name: "throttled throughout", capacityType: karpv1.CapacityTypeOnDemand,
-			setup: func(f *fixture) { f.srv.Inject(awstest.Throttling.For(awstest.ServiceEC2, "CreateFleet", 0)) },
+			setup: func(f *fixture) { f.srv.Inject(awsemulator.Throttling.For(awsemulator.ServiceEC2, "CreateFleet", 0)) },
 			check: func(t *testing.T, err error) {
 				if !awserr.IsThrottled(err) || isFleetErrorList(err) {
 					t.Errorf("err = %v, want throttled", err)
@@ -181,7 +183,7 @@ func TestLaunchErrors(t *testing.T) {
 		},
 		{
 			name: "not authorized", capacityType: karpv1.CapacityTypeOnDemand,
-			setup: func(f *fixture) { f.srv.Inject(awstest.Unauthorized.For(awstest.ServiceEC2, "CreateFleet", 0)) },
+			setup: func(f *fixture) { f.srv.Inject(awsemulator.Unauthorized.For(awsemulator.ServiceEC2, "CreateFleet", 0)) },
 			check: func(t *testing.T, err error) {
 				if !awserr.IsUnauthorized(err) || awserr.Code(err) != "UnauthorizedOperation" {
 					t.Errorf("err = %v, want UnauthorizedOperation", err)
@@ -239,9 +241,9 @@ func isFleetErrorList(err error) bool {
 
 func TestLaunchIntoACapacityReservation(t *testing.T) {
 	f := newFixture(t)
-	var cr awstest.CapacityReservation
+	var cr awsemulator.CapacityReservation
 	for _, r := range f.srv.CapacityReservations() {
-		if r.InstanceMatchCriteria == "targeted" && r.Type == "default" && r.OwnerID == awstest.AccountID {
+		if r.InstanceMatchCriteria == "targeted" && r.Type == "default" && r.OwnerID == awsemulator.AccountID {
 			cr = r
 		}
 	}

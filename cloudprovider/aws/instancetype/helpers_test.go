@@ -15,9 +15,9 @@ import (
 
 	awsv1 "github.com/joinery-dev/joinery/apis/aws/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
-	"github.com/joinery-dev/joinery/cloudprovider/aws/awstest"
 	"github.com/joinery-dev/joinery/cloudprovider/aws/instancetype"
 	"github.com/joinery-dev/joinery/cloudprovider/aws/pricing"
+	"github.com/joinery-dev/joinery/internal/awsemulator"
 )
 
 // noBackoff keeps the SDK's retry decisions and attempt count but not its sleeps.
@@ -28,7 +28,7 @@ func (noBackoff) RetryDelay(int, error) (time.Duration, error) { return 0, nil }
 // env is an emulator with the real SDK clients, a refreshed price provider and an
 // instance-type provider over them.
 type env struct {
-	srv    *awstest.Server
+	srv    *awsemulator.Server
 	cfg    aws.Config
 	ec2    *ec2.Client
 	prices *pricing.Provider
@@ -36,7 +36,7 @@ type env struct {
 
 func newEnv(tb testing.TB) *env {
 	tb.Helper()
-	srv := awstest.NewServer(awstest.Options{Region: "us-west-2"})
+	srv := awsemulator.NewServer(awsemulator.Options{Region: "us-west-2"})
 	tb.Cleanup(srv.Close)
 	cfg := srv.Config()
 	ec2Client := ec2.NewFromConfig(cfg, func(o *ec2.Options) { o.Retryer = noBackoff{o.Retryer} })

@@ -15,10 +15,10 @@ import (
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/cloudprovider/aws/awserr"
-	"github.com/joinery-dev/joinery/cloudprovider/aws/awstest"
-	"github.com/joinery-dev/joinery/cloudprovider/aws/awstest/catalogdata"
+	"github.com/joinery-dev/joinery/cloudprovider/aws/catalogdata"
 	"github.com/joinery-dev/joinery/cloudprovider/aws/instancetype"
 	"github.com/joinery-dev/joinery/cloudprovider/aws/pricing"
+	"github.com/joinery-dev/joinery/internal/awsemulator"
 	"github.com/joinery-dev/joinery/scheduling"
 )
 
@@ -41,7 +41,7 @@ func TestEveryCatalogTypeIsListedAcrossPages(t *testing.T) {
 		t.Errorf("listed %d types, want all %d of the catalog", len(its), want)
 	}
 	// 100 types per DescribeInstanceTypes page, as the paginator asks.
-	if got, want := e.srv.Calls(awstest.ServiceEC2, "DescribeInstanceTypes"), (len(catalogdata.All())+99)/100; got != want {
+	if got, want := e.srv.Calls(awsemulator.ServiceEC2, "DescribeInstanceTypes"), (len(catalogdata.All())+99)/100; got != want {
 		t.Errorf("DescribeInstanceTypes called %d times, want %d pages", got, want)
 	}
 	for _, it := range its {
@@ -294,12 +294,12 @@ func TestThrottledThenRecovered(t *testing.T) {
 	p := e.provider(t, instancetype.Options{})
 
 	// Throttled beyond the SDK's three attempts: nothing is loaded yet, so List fails.
-	e.srv.Inject(awstest.Throttling.For(awstest.ServiceEC2, "DescribeInstanceTypes", 0))
+	e.srv.Inject(awsemulator.Throttling.For(awsemulator.ServiceEC2, "DescribeInstanceTypes", 0))
 	_, err := p.List(context.Background(), class, instancetype.ListOptions{})
 	if !errors.Is(err, awserr.ErrThrottled) || !errors.Is(err, instancetype.ErrNotLoaded) {
 		t.Fatalf("err = %v, want throttled and not loaded", err)
 	}
-	if got := e.srv.Calls(awstest.ServiceEC2, "DescribeInstanceTypes"); got != 3 {
+	if got := e.srv.Calls(awsemulator.ServiceEC2, "DescribeInstanceTypes"); got != 3 {
 		t.Errorf("DescribeInstanceTypes called %d times, want the SDK's 3 attempts", got)
 	}
 
@@ -311,7 +311,7 @@ func TestThrottledThenRecovered(t *testing.T) {
 	}
 
 	// Throttled again while loaded: Refresh fails and the loaded types stay in use.
-	e.srv.Inject(awstest.Throttling.For(awstest.ServiceEC2, "DescribeInstanceTypeOfferings", 0))
+	e.srv.Inject(awsemulator.Throttling.For(awsemulator.ServiceEC2, "DescribeInstanceTypeOfferings", 0))
 	if err := p.Refresh(context.Background()); !errors.Is(err, awserr.ErrThrottled) {
 		t.Fatalf("refresh err = %v, want throttled", err)
 	}
@@ -322,7 +322,7 @@ func TestThrottledThenRecovered(t *testing.T) {
 
 	// Throttled twice only: the SDK's retries absorb it.
 	e.srv.ClearFaults()
-	e.srv.Inject(awstest.Throttling.For(awstest.ServiceEC2, "DescribeInstanceTypes", 2))
+	e.srv.Inject(awsemulator.Throttling.For(awsemulator.ServiceEC2, "DescribeInstanceTypes", 2))
 	if err := p.Refresh(context.Background()); err != nil {
 		t.Errorf("two throttles are retried by the SDK: %v", err)
 	}
@@ -330,12 +330,12 @@ func TestThrottledThenRecovered(t *testing.T) {
 
 func TestUnauthorizedIsNotRetried(t *testing.T) {
 	e := newEnv(t)
-	e.srv.Inject(awstest.Unauthorized.For(awstest.ServiceEC2, "DescribeInstanceTypes", 0))
+	e.srv.Inject(awsemulator.Unauthorized.For(awsemulator.ServiceEC2, "DescribeInstanceTypes", 0))
 	err := e.provider(t, instancetype.Options{}).Refresh(context.Background())
 	if !errors.Is(err, awserr.ErrUnauthorized) {
 		t.Fatalf("err = %v, want unauthorized", err)
 	}
-	if got := e.srv.Calls(awstest.ServiceEC2, "DescribeInstanceTypes"); got != 1 {
+	if got := e.srv.Calls(awsemulator.ServiceEC2, "DescribeInstanceTypes"); got != 1 {
 		t.Errorf("DescribeInstanceTypes called %d times, want 1", got)
 	}
 }
@@ -343,7 +343,7 @@ func TestUnauthorizedIsNotRetried(t *testing.T) {
 func TestOnDemandOfferingsUseTheFallbackWhenPricingIsDenied(t *testing.T) {
 	e := newEnv(t)
 	e.srv.SetOnDemandPrice("m5.large", 0.5) // what the Pricing API would answer
-	e.srv.Inject(awstest.Fault{Service: awstest.ServicePricing, Action: "GetProducts", Code: "AccessDeniedException", Status: http.StatusBadRequest})
+	e.srv.Inject(awsemulator.Fault{Service: awsemulator.ServicePricing, Action: "GetProducts", Code: "AccessDeniedException", Status: http.StatusBadRequest})
 	pricingClient := awspricing.NewFromConfig(e.cfg)
 	prices := pricing.New(pricingClient, e.ec2, pricing.Options{Region: e.srv.Region})
 	if err := prices.Refresh(context.Background()); !errors.Is(err, awserr.ErrUnauthorized) {

@@ -1,7 +1,7 @@
 // Package interruption parses the EventBridge events an interruption queue receives: EC2 spot
 // interruption warnings, rebalance recommendations, instance state changes and AWS Health
 // scheduled changes. It knows the events' JSON shapes and nothing about the cluster; the
-// controller in controller/interruption decides what each kind means for a node.
+// controller in cloudprovider/aws/controllers/interruption decides what each kind means for a node.
 package interruption
 
 import (

@@ -13,8 +13,8 @@ import (
 
 	awsv1 "github.com/joinery-dev/joinery/apis/aws/v1"
 	"github.com/joinery-dev/joinery/cloudprovider/aws/amifamily"
-	"github.com/joinery-dev/joinery/cloudprovider/aws/awstest"
 	"github.com/joinery-dev/joinery/cloudprovider/aws/launchtemplate"
+	"github.com/joinery-dev/joinery/internal/awsemulator"
 )
 
 func testSpec(class, image string) launchtemplate.Spec {
@@ -73,7 +73,7 @@ func TestCheckClassTags(t *testing.T) {
 }
 
 type fixture struct {
-	srv   *awstest.Server
+	srv   *awsemulator.Server
 	p     *launchtemplate.Provider
 	clock *clocktesting.FakeClock
 	image string
@@ -81,7 +81,7 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T) fixture {
-	srv := awstest.NewServer(awstest.Options{})
+	srv := awsemulator.NewServer(awsemulator.Options{})
 	t.Cleanup(srv.Close)
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC))
 	f := fixture{srv: srv, clock: clk, p: launchtemplate.New(ec2.NewFromConfig(srv.Config()), launchtemplate.Options{ClusterName: "joinery", Clock: clk})}
@@ -114,7 +114,7 @@ func TestEnsureCreatesOnceAndKeepsTheData(t *testing.T) {
 			t.Fatalf("concurrent Ensure returned ids %v", ids)
 		}
 	}
-	if n := f.srv.Calls(awstest.ServiceEC2, "CreateLaunchTemplate"); n != 1 {
+	if n := f.srv.Calls(awsemulator.ServiceEC2, "CreateLaunchTemplate"); n != 1 {
 		t.Errorf("CreateLaunchTemplate called %d times, want 1", n)
 	}
 	lts := f.srv.LaunchTemplates()
@@ -142,7 +142,7 @@ func TestEnsureCreatesOnceAndKeepsTheData(t *testing.T) {
 	if tmpl, err := other.Ensure(ctx, spec); err != nil || tmpl.ID != ids[0] {
 		t.Errorf("second provider: %v %v, want %s", tmpl, err, ids[0])
 	}
-	if n := f.srv.Calls(awstest.ServiceEC2, "CreateLaunchTemplate"); n != 1 {
+	if n := f.srv.Calls(awsemulator.ServiceEC2, "CreateLaunchTemplate"); n != 1 {
 		t.Errorf("CreateLaunchTemplate called %d times, want 1", n)
 	}
 

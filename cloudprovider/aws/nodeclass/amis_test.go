@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	awsv1 "github.com/joinery-dev/joinery/apis/aws/v1"
-	"github.com/joinery-dev/joinery/cloudprovider/aws/awstest"
+	"github.com/joinery-dev/joinery/internal/awsemulator"
 )
 
 // amiString renders a resolved AMI as "name [requirements] (deprecated)", with short keys.
@@ -38,7 +38,7 @@ func TestAMIsFromSeedSelectors(t *testing.T) {
 	)
 	addImage := func(img awsv1.AMI, arch string, owner string, created time.Time) func(*testing.T, *env) {
 		return func(t *testing.T, e *env) {
-			e.srv.AddImage(awstest.Image{ID: img.ID, Name: img.Name, Architecture: arch, OwnerID: owner, Public: owner != "", CreationDate: created})
+			e.srv.AddImage(awsemulator.Image{ID: img.ID, Name: img.Name, Architecture: arch, OwnerID: owner, Public: owner != "", CreationDate: created})
 		}
 	}
 	tests := []struct {
@@ -80,7 +80,7 @@ func TestAMIsFromSeedSelectors(t *testing.T) {
 - tags:
     karpenter.sh/discovery/MyClusterName: '*'`,
 			setup: []func(*testing.T, *env){func(t *testing.T, e *env) {
-				e.srv.AddImage(awstest.Image{Name: "mycluster-node", Architecture: "x86_64", Tags: map[string]string{"karpenter.sh/discovery/MyClusterName": "v2"}})
+				e.srv.AddImage(awsemulator.Image{Name: "mycluster-node", Architecture: "x86_64", Tags: map[string]string{"karpenter.sh/discovery/MyClusterName": "v2"}})
 			}},
 			want: []string{"mycluster-node " + amd64},
 		},

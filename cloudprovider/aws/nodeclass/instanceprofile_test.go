@@ -9,10 +9,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	awsv1 "github.com/joinery-dev/joinery/apis/aws/v1"
-	"github.com/joinery-dev/joinery/cloudprovider/aws/awstest"
+	"github.com/joinery-dev/joinery/internal/awsemulator"
 )
 
-const nodeRole = "KarpenterNodeRole-" + awstest.DefaultClusterName
+const nodeRole = "KarpenterNodeRole-" + awsemulator.DefaultClusterName
 
 func roleClass(name, role string) *awsv1.EC2NodeClass {
 	return &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: awsv1.EC2NodeClassSpec{Role: role}}
@@ -27,7 +27,7 @@ func TestInstanceProfileNameIsStableAndDistinct(t *testing.T) {
 	if a == e.resolver.InstanceProfileName(roleClass("gpu", nodeRole)) {
 		t.Error("two classes share a profile name")
 	}
-	if !strings.HasPrefix(a, awstest.DefaultClusterName+"-") {
+	if !strings.HasPrefix(a, awsemulator.DefaultClusterName+"-") {
 		t.Errorf("name %q does not start with the cluster name", a)
 	}
 	long := &Resolver{opts: Options{ClusterName: strings.Repeat("c", 200), Region: "us-west-2"}}
@@ -50,10 +50,10 @@ func TestManagedInstanceProfileLifecycle(t *testing.T) {
 		t.Fatalf("profile %s was not created", name)
 	}
 	wantTags := map[string]string{
-		"karpenter.sh/managed-by":                             awstest.DefaultClusterName,
-		"karpenter.k8s.aws/ec2nodeclass":                      "default",
-		"kubernetes.io/cluster/" + awstest.DefaultClusterName: "owned",
-		"topology.kubernetes.io/region":                       e.srv.Region,
+		"karpenter.sh/managed-by":                                 awsemulator.DefaultClusterName,
+		"karpenter.k8s.aws/ec2nodeclass":                          "default",
+		"kubernetes.io/cluster/" + awsemulator.DefaultClusterName: "owned",
+		"topology.kubernetes.io/region":                           e.srv.Region,
 	}
 	for k, v := range wantTags {
 		if profile.Tags[k] != v {
@@ -68,10 +68,10 @@ func TestManagedInstanceProfileLifecycle(t *testing.T) {
 	if again, err := e.resolver.InstanceProfile(ctx, nc); err != nil || again != name {
 		t.Fatalf("second resolution: %q, %v", again, err)
 	}
-	if n := e.srv.Calls(awstest.ServiceIAM, "CreateInstanceProfile"); n != 1 {
+	if n := e.srv.Calls(awsemulator.ServiceIAM, "CreateInstanceProfile"); n != 1 {
 		t.Errorf("CreateInstanceProfile calls = %d, want 1", n)
 	}
-	if n := e.srv.Calls(awstest.ServiceIAM, "AddRoleToInstanceProfile"); n != 1 {
+	if n := e.srv.Calls(awsemulator.ServiceIAM, "AddRoleToInstanceProfile"); n != 1 {
 		t.Errorf("AddRoleToInstanceProfile calls = %d, want 1", n)
 	}
 
@@ -137,13 +137,13 @@ func TestInstanceProfileFailures(t *testing.T) {
 
 func TestGivenInstanceProfileIsUsedAsIs(t *testing.T) {
 	e := newEnv(t, "1.33")
-	given := "KarpenterNodeInstanceProfile-" + awstest.DefaultClusterName // seed line 91
+	given := "KarpenterNodeInstanceProfile-" + awsemulator.DefaultClusterName // seed line 91
 	nc := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "x"}, Spec: awsv1.EC2NodeClassSpec{InstanceProfile: ptr.To(given)}}
 	name, err := e.resolver.InstanceProfile(context.Background(), nc)
 	if err != nil || name != given {
 		t.Fatalf("profile = %q, %v", name, err)
 	}
-	if n := e.srv.Calls(awstest.ServiceIAM, "CreateInstanceProfile") + e.srv.Calls(awstest.ServiceIAM, "AddRoleToInstanceProfile"); n != 0 {
+	if n := e.srv.Calls(awsemulator.ServiceIAM, "CreateInstanceProfile") + e.srv.Calls(awsemulator.ServiceIAM, "AddRoleToInstanceProfile"); n != 0 {
 		t.Errorf("%d IAM writes for a profile joinery must not manage", n)
 	}
 	if err := e.resolver.DeleteInstanceProfile(context.Background(), nc); err != nil {

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	awsv1 "github.com/joinery-dev/joinery/apis/aws/v1"
-	"github.com/joinery-dev/joinery/cloudprovider/aws/awstest"
+	"github.com/joinery-dev/joinery/internal/awsemulator"
 )
 
 // The seeds' EC2NodeClass page (/work/shared/seeds/000_ea6cc0ec5bbde25c.txt) is the source of
@@ -28,19 +28,19 @@ import (
 var testNow = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 type env struct {
-	srv      *awstest.Server
+	srv      *awsemulator.Server
 	resolver *Resolver
 }
 
 func newEnv(t *testing.T, k8sVersion string) *env {
 	t.Helper()
-	srv := awstest.NewServer(awstest.Options{})
+	srv := awsemulator.NewServer(awsemulator.Options{})
 	t.Cleanup(srv.Close)
 	srv.SetClock(func() time.Time { return testNow })
 	cfg := srv.Config()
 	cfg.Retryer = func() aws.Retryer { return noBackoff{retryDefault()} }
 	r, err := New(ec2.NewFromConfig(cfg), ssm.NewFromConfig(cfg), iam.NewFromConfig(cfg), Options{
-		ClusterName: awstest.DefaultClusterName, Region: srv.Region,
+		ClusterName: awsemulator.DefaultClusterName, Region: srv.Region,
 		KubernetesVersion: StaticKubernetesVersion(k8sVersion), Clock: clocktesting.NewFakePassiveClock(testNow),
 	})
 	if err != nil {
@@ -52,7 +52,7 @@ func newEnv(t *testing.T, k8sVersion string) *env {
 // terms parses a YAML list of selector terms after substituting the cluster name.
 func terms[T any](t *testing.T, doc string) []T {
 	t.Helper()
-	doc = strings.NewReplacer("${CLUSTER_NAME}", awstest.DefaultClusterName, "$CLUSTER_NAME", awstest.DefaultClusterName).Replace(doc)
+	doc = strings.NewReplacer("${CLUSTER_NAME}", awsemulator.DefaultClusterName, "$CLUSTER_NAME", awsemulator.DefaultClusterName).Replace(doc)
 	var out []T
 	if err := yaml.UnmarshalStrict([]byte(doc), &out); err != nil {
 		t.Fatalf("selector YAML: %v\n%s", err, doc)
@@ -60,7 +60,7 @@ func terms[T any](t *testing.T, doc string) []T {
 	return out
 }
 
-func (e *env) addSubnet(t *testing.T, sn awstest.Subnet) {
+func (e *env) addSubnet(t *testing.T, sn awsemulator.Subnet) {
 	t.Helper()
 	if sn.Zone == "" {
 		sn.Zone = "us-west-2d"
@@ -107,7 +107,7 @@ func TestSubnetsFromSeedSelectors(t *testing.T) {
     environment: test
 - id: subnet-09fa4a0a8f233a921`,
 			setup: func(t *testing.T, e *env) {
-				e.addSubnet(t, awstest.Subnet{ID: "subnet-09fa4a0a8f233a921", AvailableIPs: 9000})
+				e.addSubnet(t, awsemulator.Subnet{ID: "subnet-09fa4a0a8f233a921", AvailableIPs: 9000})
 			},
 			want: []string{"subnet-09fa4a0a8f233a921", "joinery-private-us-west-2a", "joinery-private-us-west-2b"},
 		},
@@ -117,7 +117,7 @@ func TestSubnetsFromSeedSelectors(t *testing.T) {
 - tags:
     karpenter.sh/discovery/MyClusterName: '*'`,
 			setup: func(t *testing.T, e *env) {
-				e.addSubnet(t, awstest.Subnet{AvailableIPs: 10, Tags: map[string]string{"Name": "tagged", "karpenter.sh/discovery/MyClusterName": "anything"}})
+				e.addSubnet(t, awsemulator.Subnet{AvailableIPs: 10, Tags: map[string]string{"Name": "tagged", "karpenter.sh/discovery/MyClusterName": "anything"}})
 			},
 			want: []string{"tagged"},
 		},
@@ -128,8 +128,8 @@ func TestSubnetsFromSeedSelectors(t *testing.T) {
     Name: my-subnet
     MyTag: ''`,
 			setup: func(t *testing.T, e *env) {
-				e.addSubnet(t, awstest.Subnet{ID: "subnet-0aaa", AvailableIPs: 10, Tags: map[string]string{"Name": "my-subnet", "MyTag": "x"}})
-				e.addSubnet(t, awstest.Subnet{ID: "subnet-0bbb", AvailableIPs: 20, Tags: map[string]string{"Name": "my-subnet"}})
+				e.addSubnet(t, awsemulator.Subnet{ID: "subnet-0aaa", AvailableIPs: 10, Tags: map[string]string{"Name": "my-subnet", "MyTag": "x"}})
+				e.addSubnet(t, awsemulator.Subnet{ID: "subnet-0bbb", AvailableIPs: 20, Tags: map[string]string{"Name": "my-subnet"}})
 			},
 			want: []string{"my-subnet/subnet-0aaa"},
 		},
@@ -141,9 +141,9 @@ func TestSubnetsFromSeedSelectors(t *testing.T) {
 - tags:
     Name: "my-subnet-2"`,
 			setup: func(t *testing.T, e *env) {
-				e.addSubnet(t, awstest.Subnet{AvailableIPs: 10, Tags: map[string]string{"Name": "my-subnet-1"}})
-				e.addSubnet(t, awstest.Subnet{AvailableIPs: 30, Tags: map[string]string{"Name": "my-subnet-2"}})
-				e.addSubnet(t, awstest.Subnet{AvailableIPs: 20, Tags: map[string]string{"Name": "my-subnet-3"}})
+				e.addSubnet(t, awsemulator.Subnet{AvailableIPs: 10, Tags: map[string]string{"Name": "my-subnet-1"}})
+				e.addSubnet(t, awsemulator.Subnet{AvailableIPs: 30, Tags: map[string]string{"Name": "my-subnet-2"}})
+				e.addSubnet(t, awsemulator.Subnet{AvailableIPs: 20, Tags: map[string]string{"Name": "my-subnet-3"}})
 			},
 			want: []string{"my-subnet-2", "my-subnet-1"},
 		},
@@ -160,7 +160,7 @@ func TestSubnetsFromSeedSelectors(t *testing.T) {
 - id: "subnet-09fa4a0a8f233a921"
 - id: "subnet-0471ca205b8a129ae"`,
 			setup: func(t *testing.T, e *env) {
-				e.addSubnet(t, awstest.Subnet{ID: "subnet-0471ca205b8a129ae", AvailableIPs: 5})
+				e.addSubnet(t, awsemulator.Subnet{ID: "subnet-0471ca205b8a129ae", AvailableIPs: 5})
 			},
 			want: []string{"subnet-0471ca205b8a129ae"},
 		},
@@ -227,7 +227,7 @@ func TestSecurityGroupsFromSeedSelectors(t *testing.T) {
 - name: my-security-group
 - id: sg-063d7acfb4b06c82c`,
 			setup: func(t *testing.T, e *env) {
-				e.srv.AddSecurityGroup(awstest.SecurityGroup{ID: "sg-063d7acfb4b06c82c", Name: "by-id"})
+				e.srv.AddSecurityGroup(awsemulator.SecurityGroup{ID: "sg-063d7acfb4b06c82c", Name: "by-id"})
 			},
 			want: []string{"by-id", "eksctl-joinery-cluster-ClusterSharedNodeSecurityGroup-1W4ZQ7FHJ2Y5", "my-security-group"},
 		},
@@ -252,7 +252,7 @@ func TestSecurityGroupsFromSeedSelectors(t *testing.T) {
   tags:
     MyTag: '*' # matches all resources with the tag`,
 			setup: func(t *testing.T, e *env) {
-				e.srv.AddSecurityGroup(awstest.SecurityGroup{Name: "my-security-group", VPCID: "vpc-other"}) // same name, no tag
+				e.srv.AddSecurityGroup(awsemulator.SecurityGroup{Name: "my-security-group", VPCID: "vpc-other"}) // same name, no tag
 			},
 			want: []string{"my-security-group"},
 		},
@@ -264,8 +264,8 @@ func TestSecurityGroupsFromSeedSelectors(t *testing.T) {
 - tags:
     Name: "my-security-group-2"`,
 			setup: func(t *testing.T, e *env) {
-				e.srv.AddSecurityGroup(awstest.SecurityGroup{Name: "one", Tags: map[string]string{"Name": "my-security-group-1"}})
-				e.srv.AddSecurityGroup(awstest.SecurityGroup{Name: "two", Tags: map[string]string{"Name": "my-security-group-2"}})
+				e.srv.AddSecurityGroup(awsemulator.SecurityGroup{Name: "one", Tags: map[string]string{"Name": "my-security-group-1"}})
+				e.srv.AddSecurityGroup(awsemulator.SecurityGroup{Name: "two", Tags: map[string]string{"Name": "my-security-group-2"}})
 			},
 			want: []string{"one", "two"},
 		},
@@ -281,8 +281,8 @@ func TestSecurityGroupsFromSeedSelectors(t *testing.T) {
 - id: "sg-063d7acfb4b06c82c"
 - id: "sg-06e0cf9c198874591"`,
 			setup: func(t *testing.T, e *env) {
-				e.srv.AddSecurityGroup(awstest.SecurityGroup{ID: "sg-063d7acfb4b06c82c", Name: "a"})
-				e.srv.AddSecurityGroup(awstest.SecurityGroup{ID: "sg-06e0cf9c198874591", Name: "b"})
+				e.srv.AddSecurityGroup(awsemulator.SecurityGroup{ID: "sg-063d7acfb4b06c82c", Name: "a"})
+				e.srv.AddSecurityGroup(awsemulator.SecurityGroup{ID: "sg-06e0cf9c198874591", Name: "b"})
 			},
 			want: []string{"a", "b"},
 		},
@@ -332,10 +332,10 @@ func TestCapacityReservationsFromSeedSelectors(t *testing.T) {
     karpenter.sh/discovery: ${CLUSTER_NAME}
 - id: cr-123`,
 			setup: func(t *testing.T, e *env) {
-				e.srv.AddCapacityReservation(awstest.CapacityReservation{ID: "cr-123", InstanceType: "r6i.large", Zone: "us-west-2c"})
+				e.srv.AddCapacityReservation(awsemulator.CapacityReservation{ID: "cr-123", InstanceType: "r6i.large", Zone: "us-west-2c"})
 			},
 			// The discovery-tagged m5.xlarge reservation has expired and is left out.
-			want: []string{"m5.large/default/active/" + awstest.AccountID, "p5.48xlarge/capacity-block/active/" + awstest.AccountID, "r6i.large/default/active/" + awstest.AccountID},
+			want: []string{"m5.large/default/active/" + awsemulator.AccountID, "p5.48xlarge/capacity-block/active/" + awsemulator.AccountID, "r6i.large/default/active/" + awsemulator.AccountID},
 		},
 		{
 			name: "line 786: ids, one unknown",
@@ -343,9 +343,9 @@ func TestCapacityReservationsFromSeedSelectors(t *testing.T) {
 - id: cr-123
 - id: cr-456`,
 			setup: func(t *testing.T, e *env) {
-				e.srv.AddCapacityReservation(awstest.CapacityReservation{ID: "cr-456", InstanceType: "c7g.xlarge", Zone: "us-west-2a", InstanceMatchCriteria: "targeted"})
+				e.srv.AddCapacityReservation(awsemulator.CapacityReservation{ID: "cr-456", InstanceType: "c7g.xlarge", Zone: "us-west-2a", InstanceMatchCriteria: "targeted"})
 			},
-			want: []string{"c7g.xlarge/default/active/" + awstest.AccountID},
+			want: []string{"c7g.xlarge/default/active/" + awsemulator.AccountID},
 		},
 		{
 			name: "line 793: two tag terms",
@@ -355,7 +355,7 @@ func TestCapacityReservationsFromSeedSelectors(t *testing.T) {
     key2: bar
 - tags:
     key3: foobar`,
-			want: []string{"c6i.2xlarge/default/active/" + awstest.AccountID, "m5.large/default/active/" + awstest.AccountID},
+			want: []string{"c6i.2xlarge/default/active/" + awsemulator.AccountID, "m5.large/default/active/" + awsemulator.AccountID},
 		},
 		{
 			name: "line 807: tags narrowed to an owner",
@@ -364,7 +364,7 @@ func TestCapacityReservationsFromSeedSelectors(t *testing.T) {
     key: foo
   ownerID: "012345678901"`,
 			setup: func(t *testing.T, e *env) {
-				e.srv.AddCapacityReservation(awstest.CapacityReservation{OwnerID: "012345678901", InstanceType: "g6.48xlarge", Zone: "us-west-2a", Tags: map[string]string{"key": "foo"}})
+				e.srv.AddCapacityReservation(awsemulator.CapacityReservation{OwnerID: "012345678901", InstanceType: "g6.48xlarge", Zone: "us-west-2a", Tags: map[string]string{"key": "foo"}})
 			},
 			want: []string{"g6.48xlarge/default/active/012345678901"},
 		},
@@ -396,7 +396,7 @@ func TestCapacityReservationsFromSeedSelectors(t *testing.T) {
 
 func TestCapacityBlockNearItsEndIsExpiring(t *testing.T) {
 	e := newEnv(t, "1.33")
-	cr := e.srv.AddCapacityReservation(awstest.CapacityReservation{
+	cr := e.srv.AddCapacityReservation(awsemulator.CapacityReservation{
 		InstanceType: "p5.48xlarge", Zone: "us-west-2a", Type: "capacity-block", InstanceMatchCriteria: "targeted",
 		EndDate: testNow.Add(30 * time.Minute), Tags: map[string]string{"block": "ending"},
 	})
@@ -432,9 +432,9 @@ func TestNoSubnetsOrSecurityGroupsMatch(t *testing.T) {
 
 func TestThrottledThenRecovered(t *testing.T) {
 	e := newEnv(t, "1.33")
-	nc := &awsv1.EC2NodeClass{Spec: awsv1.EC2NodeClassSpec{SubnetSelectorTerms: []awsv1.SubnetSelectorTerm{{Tags: awsv1.SelectorTags{"karpenter.sh/discovery": awstest.DefaultClusterName}}}}}
+	nc := &awsv1.EC2NodeClass{Spec: awsv1.EC2NodeClassSpec{SubnetSelectorTerms: []awsv1.SubnetSelectorTerm{{Tags: awsv1.SelectorTags{"karpenter.sh/discovery": awsemulator.DefaultClusterName}}}}}
 	// Three throttled answers use up the SDK's three attempts; the next call gets through.
-	e.srv.Inject(awstest.Throttling.For(awstest.ServiceEC2, "DescribeSubnets", 3))
+	e.srv.Inject(awsemulator.Throttling.For(awsemulator.ServiceEC2, "DescribeSubnets", 3))
 	_, err := e.resolver.Subnets(context.Background(), nc)
 	if c := Classify(err); c.Class != ClassThrottled || c.Code != "RequestLimitExceeded" || !c.Retryable() {
 		t.Fatalf("throttled call: err = %v, classified %+v", err, c)
@@ -443,21 +443,21 @@ func TestThrottledThenRecovered(t *testing.T) {
 	if err != nil || len(got) != 3 {
 		t.Fatalf("after recovery: %d subnets, err %v", len(got), err)
 	}
-	if calls := e.srv.Calls(awstest.ServiceEC2, "DescribeSubnets"); calls != 4 {
+	if calls := e.srv.Calls(awsemulator.ServiceEC2, "DescribeSubnets"); calls != 4 {
 		t.Errorf("DescribeSubnets calls = %d, want 3 throttled + 1", calls)
 	}
 }
 
 func TestUnauthorizedIsNotRetryable(t *testing.T) {
 	e := newEnv(t, "1.33")
-	e.srv.Inject(awstest.Unauthorized.For(awstest.ServiceEC2, "DescribeSecurityGroups", 0))
+	e.srv.Inject(awsemulator.Unauthorized.For(awsemulator.ServiceEC2, "DescribeSecurityGroups", 0))
 	_, err := e.resolver.SecurityGroups(context.Background(), &awsv1.EC2NodeClass{Spec: awsv1.EC2NodeClassSpec{
 		SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Name: "default"}},
 	}})
 	if c := Classify(err); c.Class != ClassUnauthorized || c.Retryable() || !strings.Contains(err.Error(), "not authorized") {
 		t.Errorf("err = %v, classified %+v", err, c)
 	}
-	if calls := e.srv.Calls(awstest.ServiceEC2, "DescribeSecurityGroups"); calls != 1 {
+	if calls := e.srv.Calls(awsemulator.ServiceEC2, "DescribeSecurityGroups"); calls != 1 {
 		t.Errorf("calls = %d, want 1 (the SDK does not retry auth failures)", calls)
 	}
 }

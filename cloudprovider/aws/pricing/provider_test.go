@@ -13,9 +13,9 @@ import (
 	"github.com/go-logr/logr/testr"
 
 	"github.com/joinery-dev/joinery/cloudprovider/aws/awserr"
-	"github.com/joinery-dev/joinery/cloudprovider/aws/awstest"
-	"github.com/joinery-dev/joinery/cloudprovider/aws/awstest/catalogdata"
+	"github.com/joinery-dev/joinery/cloudprovider/aws/catalogdata"
 	"github.com/joinery-dev/joinery/cloudprovider/aws/pricing"
+	"github.com/joinery-dev/joinery/internal/awsemulator"
 )
 
 // noBackoff keeps the SDK's retry decisions and attempt count but not its sleeps.
@@ -23,7 +23,7 @@ type noBackoff struct{ aws.Retryer }
 
 func (noBackoff) RetryDelay(int, error) (time.Duration, error) { return 0, nil }
 
-func newProvider(t *testing.T, srv *awstest.Server) *pricing.Provider {
+func newProvider(t *testing.T, srv *awsemulator.Server) *pricing.Provider {
 	t.Helper()
 	cfg := srv.Config()
 	pricingClient := awspricing.NewFromConfig(cfg, func(o *awspricing.Options) { o.Retryer = noBackoff{o.Retryer} })
@@ -32,12 +32,12 @@ func newProvider(t *testing.T, srv *awstest.Server) *pricing.Provider {
 }
 
 var (
-	pricingThrottled = awstest.Fault{Service: awstest.ServicePricing, Action: "GetProducts", Code: "ThrottlingException", Message: "Rate exceeded", Status: http.StatusBadRequest}
-	pricingDenied    = awstest.Fault{Service: awstest.ServicePricing, Action: "GetProducts", Code: "AccessDeniedException", Message: "not authorized to perform pricing:GetProducts", Status: http.StatusBadRequest}
+	pricingThrottled = awsemulator.Fault{Service: awsemulator.ServicePricing, Action: "GetProducts", Code: "ThrottlingException", Message: "Rate exceeded", Status: http.StatusBadRequest}
+	pricingDenied    = awsemulator.Fault{Service: awsemulator.ServicePricing, Action: "GetProducts", Code: "AccessDeniedException", Message: "not authorized to perform pricing:GetProducts", Status: http.StatusBadRequest}
 )
 
 func TestOnDemandPricesComeFromThePricingAPI(t *testing.T) {
-	srv := awstest.NewServer(awstest.Options{})
+	srv := awsemulator.NewServer(awsemulator.Options{})
 	defer srv.Close()
 	srv.SetOnDemandPrice("m5.large", 0.5) // differs from the fallback's 0.096
 	p := newProvider(t, srv)
@@ -53,7 +53,7 @@ func TestOnDemandPricesComeFromThePricingAPI(t *testing.T) {
 	if got, _ := p.OnDemandPrice("p4d.24xlarge"); got != 32.7726 {
 		t.Errorf("p4d.24xlarge = %v, want 32.7726", got)
 	}
-	if got := srv.Calls(awstest.ServicePricing, "GetProducts"); got < 6 {
+	if got := srv.Calls(awsemulator.ServicePricing, "GetProducts"); got < 6 {
 		t.Errorf("GetProducts called %d times, want one per page of 100 over 500+ types", got)
 	}
 }
@@ -61,7 +61,7 @@ func TestOnDemandPricesComeFromThePricingAPI(t *testing.T) {
 func TestOnDemandFallsBackWhenThePricingAPIFails(t *testing.T) {
 	tests := []struct {
 		name      string
-		fault     awstest.Fault
+		fault     awsemulator.Fault
 		wantKind  error
 		wantCalls int
 	}{
@@ -70,7 +70,7 @@ func TestOnDemandFallsBackWhenThePricingAPIFails(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := awstest.NewServer(awstest.Options{})
+			srv := awsemulator.NewServer(awsemulator.Options{})
 			defer srv.Close()
 			srv.SetOnDemandPrice("m5.large", 0.5)
 			srv.Inject(tt.fault)
@@ -79,7 +79,7 @@ func TestOnDemandFallsBackWhenThePricingAPIFails(t *testing.T) {
 			if !errors.Is(err, tt.wantKind) {
 				t.Fatalf("err = %v, want %v", err, tt.wantKind)
 			}
-			if got := srv.Calls(awstest.ServicePricing, "GetProducts"); got != tt.wantCalls {
+			if got := srv.Calls(awsemulator.ServicePricing, "GetProducts"); got != tt.wantCalls {
 				t.Errorf("GetProducts calls = %d, want %d", got, tt.wantCalls)
 			}
 			if got, ok := p.OnDemandPrice("m5.large"); !ok || got != 0.096 || p.OnDemandSource() != pricing.SourceFallback {
@@ -103,10 +103,10 @@ func TestOnDemandFallsBackWhenThePricingAPIFails(t *testing.T) {
 }
 
 func TestThrottledOnceThenTheSDKRetries(t *testing.T) {
-	srv := awstest.NewServer(awstest.Options{})
+	srv := awsemulator.NewServer(awsemulator.Options{})
 	defer srv.Close()
 	srv.SetOnDemandPrice("c5.large", 0.2)
-	srv.Inject(awstest.Fault{Service: awstest.ServicePricing, Action: "GetProducts", Code: "ThrottlingException", Status: http.StatusBadRequest, Times: 2})
+	srv.Inject(awsemulator.Fault{Service: awsemulator.ServicePricing, Action: "GetProducts", Code: "ThrottlingException", Status: http.StatusBadRequest, Times: 2})
 	p := newProvider(t, srv)
 	if err := p.RefreshOnDemand(context.Background()); err != nil {
 		t.Fatalf("two throttles are within the SDK's three attempts: %v", err)
@@ -117,7 +117,7 @@ func TestThrottledOnceThenTheSDKRetries(t *testing.T) {
 }
 
 func TestSpotPricesAreTheLatestPerTypeAndZone(t *testing.T) {
-	srv := awstest.NewServer(awstest.Options{})
+	srv := awsemulator.NewServer(awsemulator.Options{})
 	defer srv.Close()
 	now := time.Now()
 	// A stale low price and a newer one: the newer one is in effect.
@@ -146,7 +146,7 @@ func TestSpotPricesAreTheLatestPerTypeAndZone(t *testing.T) {
 		t.Errorf("p5.48xlarge spot = %v (%v), want below on-demand", got, ok)
 	}
 
-	srv.Inject(awstest.Unauthorized.For(awstest.ServiceEC2, "DescribeSpotPriceHistory", 0))
+	srv.Inject(awsemulator.Unauthorized.For(awsemulator.ServiceEC2, "DescribeSpotPriceHistory", 0))
 	if err := p.RefreshSpot(context.Background()); !errors.Is(err, awserr.ErrUnauthorized) {
 		t.Fatalf("err = %v, want unauthorized", err)
 	}
@@ -167,19 +167,19 @@ func TestFallbackTableMatchesTheCatalog(t *testing.T) {
 }
 
 func TestRunRefreshesUntilCancelled(t *testing.T) {
-	srv := awstest.NewServer(awstest.Options{})
+	srv := awsemulator.NewServer(awsemulator.Options{})
 	defer srv.Close()
 	p := newProvider(t, srv)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { p.Run(ctx, 10*time.Millisecond); close(done) }()
 	deadline := time.Now().Add(30 * time.Second)
-	for srv.Calls(awstest.ServiceEC2, "DescribeSpotPriceHistory") < 2 && time.Now().Before(deadline) {
+	for srv.Calls(awsemulator.ServiceEC2, "DescribeSpotPriceHistory") < 2 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	cancel()
 	<-done
-	if got := srv.Calls(awstest.ServiceEC2, "DescribeSpotPriceHistory"); got < 2 {
+	if got := srv.Calls(awsemulator.ServiceEC2, "DescribeSpotPriceHistory"); got < 2 {
 		t.Errorf("spot history fetched %d times, want repeated refreshes", got)
 	}
 	if p.OnDemandSource() != pricing.SourcePricingAPI {

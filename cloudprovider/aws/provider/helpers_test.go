@@ -24,16 +24,16 @@ import (
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/cloudprovider/aws/amifamily"
-	"github.com/joinery-dev/joinery/cloudprovider/aws/awstest"
 	"github.com/joinery-dev/joinery/cloudprovider/aws/instance"
 	"github.com/joinery-dev/joinery/cloudprovider/aws/instancetype"
 	"github.com/joinery-dev/joinery/cloudprovider/aws/launchtemplate"
 	"github.com/joinery-dev/joinery/cloudprovider/aws/nodeclass"
 	"github.com/joinery-dev/joinery/cloudprovider/aws/pricing"
 	"github.com/joinery-dev/joinery/cloudprovider/aws/provider"
+	"github.com/joinery-dev/joinery/internal/awsemulator"
 )
 
-const cluster = awstest.DefaultClusterName
+const cluster = awsemulator.DefaultClusterName
 
 // recorder is the shared unavailable-offerings record, kept in memory.
 type recorder struct {
@@ -70,7 +70,7 @@ func (r *recorder) has(k cloudprovider.OfferingKey) bool {
 // env is the emulator, real SDK clients, an EC2NodeClass resolved by the real resolver and the
 // provider under test.
 type env struct {
-	srv       *awstest.Server
+	srv       *awsemulator.Server
 	ec2       *ec2.Client
 	kube      client.Client
 	p         *provider.Provider
@@ -81,7 +81,7 @@ type env struct {
 func newEnv(t *testing.T, mutate ...func(*awsv1.EC2NodeClass)) *env {
 	t.Helper()
 	ctx := context.Background()
-	srv := awstest.NewServer(awstest.Options{})
+	srv := awsemulator.NewServer(awsemulator.Options{})
 	t.Cleanup(srv.Close)
 	cfg := srv.Config()
 	fast := func(o *ec2.Options) { o.Retryer = retry.AddWithMaxBackoffDelay(retry.NewStandard(), time.Millisecond) }
@@ -102,7 +102,7 @@ func newEnv(t *testing.T, mutate ...func(*awsv1.EC2NodeClass)) *env {
 	for _, m := range mutate {
 		m(class)
 	}
-	versions := awstest.KubernetesVersions()
+	versions := awsemulator.KubernetesVersions()
 	resolver, err := nodeclass.New(ec2Client, ssm.NewFromConfig(cfg), iam.NewFromConfig(cfg), nodeclass.Options{
 		ClusterName: cluster, Region: srv.Region, KubernetesVersion: nodeclass.StaticKubernetesVersion(versions[len(versions)-1]),
 	})

@@ -11,7 +11,6 @@ import (
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -101,8 +100,8 @@ func NewFromConfig(cfg aws.Config, kube client.Client, instanceTypes InstanceTyp
 func (p *Provider) Name() string { return Name }
 
 // GetSupportedNodeClasses returns EC2NodeClass.
-func (p *Provider) GetSupportedNodeClasses() []schema.GroupVersionKind {
-	return []schema.GroupVersionKind{awsv1.SchemeGroupVersion.WithKind("EC2NodeClass")}
+func (p *Provider) GetSupportedNodeClasses() []cloudprovider.NodeClass {
+	return []cloudprovider.NodeClass{&awsv1.EC2NodeClass{}}
 }
 
 // RepairPolicies are the kubelet's and the EKS node monitoring agent's.

@@ -13,9 +13,9 @@ import (
 	awsv1 "github.com/joinery-dev/joinery/apis/aws/v1"
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
-	"github.com/joinery-dev/joinery/cloudprovider/aws/awstest"
 	"github.com/joinery-dev/joinery/cloudprovider/aws/instance"
 	"github.com/joinery-dev/joinery/cloudprovider/aws/provider"
+	"github.com/joinery-dev/joinery/internal/awsemulator"
 )
 
 var (
@@ -91,7 +91,7 @@ func TestCreateLaunchesAndResolvesTheNodeClaim(t *testing.T) {
 	if _, err := e.p.Create(ctx, nodeClaim("default-b", onDemand, []string{"c6i.large", "m5.xlarge"}, twoZones)); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(e.srv.LaunchTemplates()); n != templates || e.srv.Calls(awstest.ServiceEC2, "CreateLaunchTemplate") != templates {
+	if n := len(e.srv.LaunchTemplates()); n != templates || e.srv.Calls(awsemulator.ServiceEC2, "CreateLaunchTemplate") != templates {
 		t.Errorf("%d launch templates after a second NodeClaim, want the %d shared", n, templates)
 	}
 }
@@ -104,13 +104,13 @@ func TestCreateCapacityTypes(t *testing.T) {
 		reserve       bool
 		want          string
 	}{
-		{name: "spot preferred over on-demand", capacityTypes: []string{karpv1.CapacityTypeSpot, karpv1.CapacityTypeOnDemand}, instanceType: "c6i.large", want: awstest.CapacityTypeSpot},
-		{name: "on-demand only", capacityTypes: onDemand, instanceType: "c6i.large", want: awstest.CapacityTypeOnDemand},
-		{name: "reserved preferred", capacityTypes: []string{karpv1.CapacityTypeReserved, karpv1.CapacityTypeOnDemand}, instanceType: "c6i.2xlarge", reserve: true, want: awstest.CapacityTypeOnDemand},
+		{name: "spot preferred over on-demand", capacityTypes: []string{karpv1.CapacityTypeSpot, karpv1.CapacityTypeOnDemand}, instanceType: "c6i.large", want: awsemulator.CapacityTypeSpot},
+		{name: "on-demand only", capacityTypes: onDemand, instanceType: "c6i.large", want: awsemulator.CapacityTypeOnDemand},
+		{name: "reserved preferred", capacityTypes: []string{karpv1.CapacityTypeReserved, karpv1.CapacityTypeOnDemand}, instanceType: "c6i.2xlarge", reserve: true, want: awsemulator.CapacityTypeOnDemand},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var reservation awstest.CapacityReservation
+			var reservation awsemulator.CapacityReservation
 			e := newEnv(t, func(c *awsv1.EC2NodeClass) {
 				if tt.reserve {
 					c.Spec.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{{Tags: awsv1.SelectorTags{"key3": "foobar"}}}
@@ -145,8 +145,10 @@ func TestCreateFailures(t *testing.T) {
 		check func(t *testing.T, e *env, got *karpv1.NodeClaim, err error)
 	}{
 		{
-			name:  "insufficient capacity on the cheapest: the next offering launches and the refused one is recorded",
-			setup: func(e *env) { e.srv.SetInsufficientCapacity(awstest.CapacityTypeOnDemand, "c6i.large", "us-west-2b") },
+			name: "insufficient capacity on the cheapest: the next offering launches and the refused one is recorded",
+			setup: func(e *env) {
+				e.srv.SetInsufficientCapacity(awsemulator.CapacityTypeOnDemand, "c6i.large", "us-west-2b")
+			},
 			check: func(t *testing.T, e *env, got *karpv1.NodeClaim, err error) {
 				if err != nil {
 					t.Fatal(err)
@@ -173,7 +175,7 @@ func TestCreateFailures(t *testing.T) {
 				if _, err := e.p.Create(context.Background(), nodeClaim("default-b", onDemand, []string{"c6i.large"}, twoZones)); err != nil {
 					t.Fatal(err)
 				}
-				if n := e.srv.Calls(awstest.ServiceEC2, "CreateFleet"); n != 2 {
+				if n := e.srv.Calls(awsemulator.ServiceEC2, "CreateFleet"); n != 2 {
 					t.Errorf("CreateFleet called %d times, want 2", n)
 				}
 			},
@@ -182,7 +184,7 @@ func TestCreateFailures(t *testing.T) {
 			name: "every offering refused: insufficient capacity",
 			setup: func(e *env) {
 				for _, z := range twoZones {
-					e.srv.SetInsufficientCapacity(awstest.CapacityTypeOnDemand, "c6i.large", z)
+					e.srv.SetInsufficientCapacity(awsemulator.CapacityTypeOnDemand, "c6i.large", z)
 				}
 			},
 			check: func(t *testing.T, e *env, _ *karpv1.NodeClaim, err error) {
@@ -201,26 +203,26 @@ func TestCreateFailures(t *testing.T) {
 				}
 				// Nothing left to try: no second fleet request.
 				_, err = e.p.Create(context.Background(), nodeClaim("default-b", onDemand, []string{"c6i.large"}, twoZones))
-				if !cloudprovider.IsInsufficientCapacityError(err) || e.srv.Calls(awstest.ServiceEC2, "CreateFleet") != 1 {
-					t.Errorf("second Create: %v after %d fleet calls", err, e.srv.Calls(awstest.ServiceEC2, "CreateFleet"))
+				if !cloudprovider.IsInsufficientCapacityError(err) || e.srv.Calls(awsemulator.ServiceEC2, "CreateFleet") != 1 {
+					t.Errorf("second Create: %v after %d fleet calls", err, e.srv.Calls(awsemulator.ServiceEC2, "CreateFleet"))
 				}
 			},
 		},
 		{
 			name:  "throttled, then recovered",
-			setup: func(e *env) { e.srv.Inject(awstest.Throttling.For(awstest.ServiceEC2, "CreateFleet", 2)) },
+			setup: func(e *env) { e.srv.Inject(awsemulator.Throttling.For(awsemulator.ServiceEC2, "CreateFleet", 2)) },
 			check: func(t *testing.T, e *env, got *karpv1.NodeClaim, err error) {
-				if err != nil || got.Status.ProviderID == "" || e.srv.Calls(awstest.ServiceEC2, "CreateFleet") != 3 {
-					t.Errorf("Create: %v, %d fleet calls", err, e.srv.Calls(awstest.ServiceEC2, "CreateFleet"))
+				if err != nil || got.Status.ProviderID == "" || e.srv.Calls(awsemulator.ServiceEC2, "CreateFleet") != 3 {
+					t.Errorf("Create: %v, %d fleet calls", err, e.srv.Calls(awsemulator.ServiceEC2, "CreateFleet"))
 				}
 			},
 		},
 		{
 			name:  "not authorized: a CreateError with the code",
-			setup: func(e *env) { e.srv.Inject(awstest.Unauthorized.For(awstest.ServiceEC2, "CreateFleet", 0)) },
+			setup: func(e *env) { e.srv.Inject(awsemulator.Unauthorized.For(awsemulator.ServiceEC2, "CreateFleet", 0)) },
 			check: func(t *testing.T, e *env, _ *karpv1.NodeClaim, err error) {
 				createErr, ok := cloudprovider.AsCreateError(err)
-				if !ok || createErr.ConditionReason != "UnauthorizedOperation" || e.srv.Calls(awstest.ServiceEC2, "CreateFleet") != 1 {
+				if !ok || createErr.ConditionReason != "UnauthorizedOperation" || e.srv.Calls(awsemulator.ServiceEC2, "CreateFleet") != 1 {
 					t.Errorf("err = %v, want a CreateError UnauthorizedOperation after one call", err)
 				}
 			},
@@ -300,11 +302,11 @@ func TestDeleteGetList(t *testing.T) {
 func TestIsDrifted(t *testing.T) {
 	tests := []struct {
 		name   string
-		mutate func(c *awsv1.EC2NodeClass, inst awstest.Instance)
+		mutate func(c *awsv1.EC2NodeClass, inst awsemulator.Instance)
 		want   cloudprovider.DriftReason
 	}{
 		{name: "nothing changed"},
-		{name: "AMI no longer resolved", want: provider.DriftAMI, mutate: func(c *awsv1.EC2NodeClass, inst awstest.Instance) {
+		{name: "AMI no longer resolved", want: provider.DriftAMI, mutate: func(c *awsv1.EC2NodeClass, inst awsemulator.Instance) {
 			var kept []awsv1.AMI
 			for _, a := range c.Status.AMIs {
 				if a.ID != inst.ImageID {
@@ -313,7 +315,7 @@ func TestIsDrifted(t *testing.T) {
 			}
 			c.Status.AMIs = kept
 		}},
-		{name: "subnet no longer selected", want: provider.DriftSubnet, mutate: func(c *awsv1.EC2NodeClass, inst awstest.Instance) {
+		{name: "subnet no longer selected", want: provider.DriftSubnet, mutate: func(c *awsv1.EC2NodeClass, inst awsemulator.Instance) {
 			var kept []awsv1.Subnet
 			for _, s := range c.Status.Subnets {
 				if s.ID != inst.SubnetID {
@@ -322,13 +324,13 @@ func TestIsDrifted(t *testing.T) {
 			}
 			c.Status.Subnets = kept
 		}},
-		{name: "security group no longer selected", want: provider.DriftSecurityGroup, mutate: func(c *awsv1.EC2NodeClass, inst awstest.Instance) {
+		{name: "security group no longer selected", want: provider.DriftSecurityGroup, mutate: func(c *awsv1.EC2NodeClass, inst awsemulator.Instance) {
 			c.Status.SecurityGroups = c.Status.SecurityGroups[1:]
 		}},
-		{name: "static settings changed", want: provider.DriftNodeClass, mutate: func(c *awsv1.EC2NodeClass, inst awstest.Instance) {
+		{name: "static settings changed", want: provider.DriftNodeClass, mutate: func(c *awsv1.EC2NodeClass, inst awsemulator.Instance) {
 			c.Annotations[awsv1.AnnotationEC2NodeClassHash] = "2222"
 		}},
-		{name: "hash of another version", mutate: func(c *awsv1.EC2NodeClass, inst awstest.Instance) {
+		{name: "hash of another version", mutate: func(c *awsv1.EC2NodeClass, inst awsemulator.Instance) {
 			c.Annotations[awsv1.AnnotationEC2NodeClassHash] = "2222"
 			c.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] = "joinery-v2"
 		}},
@@ -384,9 +386,11 @@ func TestProviderIdentity(t *testing.T) {
 	if e.p.Name() != "aws" {
 		t.Errorf("Name = %s", e.p.Name())
 	}
-	gvks := e.p.GetSupportedNodeClasses()
-	if len(gvks) != 1 || gvks[0].Kind != "EC2NodeClass" || gvks[0].Group != awsv1.Group {
-		t.Errorf("GetSupportedNodeClasses = %v", gvks)
+	classes := e.p.GetSupportedNodeClasses()
+	if len(classes) != 1 {
+		t.Errorf("GetSupportedNodeClasses = %v", classes)
+	} else if _, ok := classes[0].(*awsv1.EC2NodeClass); !ok {
+		t.Errorf("GetSupportedNodeClasses = %T, want an EC2NodeClass", classes[0])
 	}
 	if n := len(e.p.RepairPolicies()); n != len(cloudprovider.KubeletRepairPolicies())+len(cloudprovider.NodeMonitoringAgentRepairPolicies()) {
 		t.Errorf("%d repair policies", n)

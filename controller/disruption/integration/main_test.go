@@ -30,7 +30,7 @@ import (
 	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/cloudprovider/kwok/catalog"
 	"github.com/joinery-dev/joinery/controller/disruption"
-	"github.com/joinery-dev/joinery/e2e/localcluster"
+	"github.com/joinery-dev/joinery/internal/localcluster"
 	"github.com/joinery-dev/joinery/internal/testcluster"
 	"github.com/joinery-dev/joinery/simulation"
 	"github.com/joinery-dev/joinery/simulation/solver"

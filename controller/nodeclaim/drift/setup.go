@@ -10,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -37,14 +38,10 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&karpv1.NodePool{}, handler.EnqueueRequestsFromMapFunc(c.nodeClaimsOfNodePool),
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles})
-	for _, gvk := range c.cloudProvider.GetSupportedNodeClasses() {
-		obj, err := mgr.GetScheme().New(gvk)
+	for _, class := range c.cloudProvider.GetSupportedNodeClasses() {
+		gvk, err := apiutil.GVKForObject(class, mgr.GetScheme())
 		if err != nil {
-			return fmt.Errorf("node class %s: %w", gvk, err)
-		}
-		class, ok := obj.(client.Object)
-		if !ok {
-			return fmt.Errorf("node class %s is not a Kubernetes object", gvk)
+			return fmt.Errorf("node class %T: %w", class, err)
 		}
 		b = b.Watches(class, handler.EnqueueRequestsFromMapFunc(c.nodeClaimsOfNodeClass(gvk.GroupKind())))
 	}

@@ -23,19 +23,20 @@ var readyDependencies = lifecycleConditions[:3]
 
 // Reasons of conditions that are not True yet.
 const (
-	reasonAwaiting            = "AwaitingReconciliation"
-	reasonNodeNotFound        = "NodeNotFound"
-	reasonMultipleNodes       = "MultipleNodesFound"
-	reasonNotLaunched         = "NotLaunched"
-	reasonNotRegistered       = "NotRegistered"
-	reasonNodeNotReady        = "NodeNotReady"
-	reasonStartupTaints       = "StartupTaintsExist"
-	reasonEphemeralTaints     = "KnownEphemeralTaintsExist"
-	reasonResourceMissing     = "ResourceNotRegistered"
-	reasonLaunchFailed        = "LaunchFailed"
-	reasonNodeClassNotReady   = "NodeClassNotReady"
-	reasonInsufficientCap     = "InsufficientCapacityError"
-	reasonRegistrationTimeout = "RegistrationTimeout"
+	reasonAwaiting              = "AwaitingReconciliation"
+	reasonNodeNotFound          = "NodeNotFound"
+	reasonMultipleNodes         = "MultipleNodesFound"
+	reasonNotLaunched           = "NotLaunched"
+	reasonNotRegistered         = "NotRegistered"
+	reasonNodeNotReady          = "NodeNotReady"
+	reasonStartupTaints         = "StartupTaintsExist"
+	reasonEphemeralTaints       = "KnownEphemeralTaintsExist"
+	reasonResourceMissing       = "ResourceNotRegistered"
+	reasonLaunchFailed          = "LaunchFailed"
+	reasonNodeClassNotReady     = "NodeClassNotReady"
+	reasonInsufficientCap       = "InsufficientCapacityError"
+	reasonRegistrationTimeout   = "RegistrationTimeout"
+	reasonInitializationTimeout = "InitializationTimeout"
 )
 
 // conditionSetter writes conditions with the controller's clock and the object's generation.

@@ -28,8 +28,12 @@ import (
 // Name is the controller's name in logs and metrics, as in Karpenter's logs.
 const Name = "nodeclaim.lifecycle"
 
-// DefaultRegistrationTTL is how long a launched NodeClaim may wait for its Node.
+// DefaultRegistrationTTL is how long after its creation a NodeClaim may wait for its Node to
+// register (Karpenter's liveness TTL).
 const DefaultRegistrationTTL = 15 * time.Minute
+
+// DefaultInitializationTTL is how long after registering a Node may take to initialize.
+const DefaultInitializationTTL = 15 * time.Minute
 
 // OfferingRecorder records offerings that answered with insufficient capacity.
 type OfferingRecorder interface {
@@ -38,19 +42,23 @@ type OfferingRecorder interface {
 
 // Controller reconciles NodeClaims through launch, registration and initialization.
 type Controller struct {
-	client          client.Client
-	cloudProvider   cloudprovider.CloudProvider
-	unavailable     OfferingRecorder
-	recorder        events.EventRecorder
-	clock           clock.PassiveClock
-	registrationTTL time.Duration
+	client            client.Client
+	cloudProvider     cloudprovider.CloudProvider
+	unavailable       OfferingRecorder
+	recorder          events.EventRecorder
+	clock             clock.PassiveClock
+	registrationTTL   time.Duration
+	initializationTTL time.Duration
 }
 
 // Options configure a Controller; zero values take the defaults.
 type Options struct {
-	// RegistrationTTL is how long after launch a NodeClaim's Node must register before the
+	// RegistrationTTL is how long after creation a NodeClaim's Node must register before the
 	// NodeClaim is deleted; DefaultRegistrationTTL if zero.
 	RegistrationTTL time.Duration
+	// InitializationTTL is how long after registering a Node must initialize before the
+	// NodeClaim is deleted; DefaultInitializationTTL if zero.
+	InitializationTTL time.Duration
 	// Clock is the time source; the real clock if nil.
 	Clock clock.PassiveClock
 }
@@ -61,16 +69,20 @@ func New(c client.Client, cp cloudprovider.CloudProvider, unavailable OfferingRe
 	if opts.RegistrationTTL == 0 {
 		opts.RegistrationTTL = DefaultRegistrationTTL
 	}
+	if opts.InitializationTTL == 0 {
+		opts.InitializationTTL = DefaultInitializationTTL
+	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
 	return &Controller{
-		client:          c,
-		cloudProvider:   cp,
-		unavailable:     unavailable,
-		recorder:        recorder,
-		clock:           opts.Clock,
-		registrationTTL: opts.RegistrationTTL,
+		client:            c,
+		cloudProvider:     cp,
+		unavailable:       unavailable,
+		recorder:          recorder,
+		clock:             opts.Clock,
+		registrationTTL:   opts.RegistrationTTL,
+		initializationTTL: opts.InitializationTTL,
 	}
 }
 

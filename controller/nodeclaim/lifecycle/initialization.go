@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -31,7 +32,20 @@ func (c *Controller) initialize(ctx context.Context, nc *karpv1.NodeClaim, node 
 	}
 	if reason, message := notInitializedBecause(nc, node); reason != "" {
 		conds.set(karpv1.ConditionTypeInitialized, metav1.ConditionUnknown, reason, message)
-		return stepResult{stop: true}, nil
+		registered := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeRegistered)
+		if registered == nil || registered.Status != metav1.ConditionTrue {
+			return stepResult{stop: true}, nil
+		}
+		deadline := registered.LastTransitionTime.Add(c.initializationTTL)
+		if remaining := deadline.Sub(c.clock.Now()); remaining > 0 {
+			return stepResult{stop: true, requeueAfter: remaining}, nil
+		}
+		// Pods planned onto it wait for it: a node that never initializes must not hold them.
+		log.FromContext(ctx).Info("deleting nodeclaim: node did not initialize", "Node", map[string]string{"name": node.Name}, "ttl", c.initializationTTL.String(), "reason", message)
+		c.recorder.Eventf(nc, nil, corev1.EventTypeWarning, reasonInitializationTimeout, "Initialize",
+			"Node %s did not initialize within %s of registering (%s); deleting the NodeClaim", node.Name, c.initializationTTL, message)
+		timedOutTotal.WithLabelValues(phaseInitialization, nc.Labels[karpv1.NodePoolLabelKey]).Inc()
+		return stepResult{deleted: true}, c.deleteNodeClaim(ctx, nc)
 	}
 	if node.Labels[karpv1.NodeInitializedLabelKey] != "true" {
 		stored := node.DeepCopy()

@@ -29,6 +29,10 @@ func (c *Controller) launch(ctx context.Context, nc *karpv1.NodeClaim, conds con
 		reason, message := launchFailure(err)
 		conds.set(karpv1.ConditionTypeLaunched, metav1.ConditionFalse, reason, message)
 		c.recorder.Eventf(nc, nil, corev1.EventTypeWarning, reason, "Launch", "Failed to launch: %s", message)
+		if c.registrationExpired(nc) {
+			// It never launched within the liveness TTL: its pods need capacity from elsewhere.
+			return c.awaitRegistration(ctx, nc, "launch failed: "+message)
+		}
 		return stepResult{stop: true}, fmt.Errorf("launching nodeclaim %s: %w", nc.Name, err)
 	}
 	if nc.Labels == nil {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/component-base/metrics/testutil"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -342,5 +343,92 @@ func TestDeletingNodeClaimIsLeftToTermination(t *testing.T) {
 	}
 	if err := h.client.Get(context.Background(), client.ObjectKey{Name: "absent"}, &karpv1.NodeClaim{}); !apierrors.IsNotFound(err) {
 		t.Errorf("missing nodeclaim: %v", err)
+	}
+}
+
+// TestLifecycleTimeouts (issue 17, defect 2): a NodeClaim is deleted, with an event and a
+// count, when it has not registered within the liveness TTL of its creation — whether it never
+// launched or launched late — or has registered but not initialized within the initialization
+// TTL. Before the deadline it is kept and looked at again when the deadline comes.
+func TestLifecycleTimeouts(t *testing.T) {
+	created := metav1.NewTime(epoch)
+	tests := []struct {
+		name string
+		// setup shapes the NodeClaim and the provider before the first reconcile at epoch.
+		setup func(h *harness, nc *karpv1.NodeClaim)
+		// at is when it is looked at again; before are times it must survive.
+		before, at time.Duration
+		wantEvent  string
+		wantPhase  string
+	}{{
+		name:      "never launches",
+		setup:     func(h *harness, _ *karpv1.NodeClaim) { h.provider.CreateErr = fixtures.ErrBoom },
+		before:    14 * time.Minute,
+		at:        15 * time.Minute,
+		wantEvent: "Warning RegistrationTimeout Node with provider ID  did not register within 15m0s of the NodeClaim's creation (launch failed",
+		wantPhase: phaseRegistration,
+	}, {
+		name: "launched late, never registers",
+		setup: func(_ *harness, nc *karpv1.NodeClaim) {
+			nc.Finalizers = []string{karpv1.TerminationFinalizer}
+			nc.Status.ProviderID = "kwok://never-registers"
+			nc.Status.Conditions = []metav1.Condition{{Type: karpv1.ConditionTypeLaunched, Status: metav1.ConditionTrue, Reason: "Launched", LastTransitionTime: metav1.NewTime(epoch.Add(10 * time.Minute))}}
+		},
+		before:    14 * time.Minute,
+		at:        15 * time.Minute, // counted from creation, not from the launch 10 minutes in
+		wantEvent: "Warning RegistrationTimeout Node with provider ID kwok://never-registers did not register within 15m0s of the NodeClaim's creation",
+		wantPhase: phaseRegistration,
+	}, {
+		name:      "registers, never initializes",
+		setup:     func(*harness, *karpv1.NodeClaim) {}, // kwok's node registers at once, NotReady
+		before:    14 * time.Minute,
+		at:        15 * time.Minute,
+		wantEvent: "Warning InitializationTimeout Node default-timeout did not initialize within 15m0s of registering (Node status is NotReady)",
+		wantPhase: phaseInitialization,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			nc := fixtures.NodeClaim("default-timeout")
+			nc.CreationTimestamp = created
+			h := newHarness(t)
+			tt.setup(h, nc)
+			if err := h.client.Create(context.Background(), nc); err != nil {
+				t.Fatal(err)
+			}
+			before, err := testutil.GetCounterMetricValue(timedOutTotal.WithLabelValues(tt.wantPhase, "default"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, at := range []time.Duration{0, tt.before} {
+				h.clock.SetTime(epoch.Add(at))
+				result, _ := h.reconcile(t, nc.Name)
+				fixtures.Get(t, h.client, nc)
+				if nc.DeletionTimestamp != nil {
+					t.Fatalf("deleted %s after creation, before its deadline", at)
+				}
+				if result.RequeueAfter > tt.at-at {
+					t.Errorf("at %s: requeue after %s, past the deadline %s", at, result.RequeueAfter, tt.at)
+				}
+			}
+			fixtures.Drain(h.events.Events)
+
+			h.clock.SetTime(epoch.Add(tt.at))
+			_, _ = h.reconcile(t, nc.Name)
+			fixtures.Get(t, h.client, nc)
+			if nc.DeletionTimestamp == nil {
+				t.Fatalf("not deleted at its deadline %s", tt.at)
+			}
+			events := fixtures.Drain(h.events.Events)
+			if !slices.ContainsFunc(events, func(e string) bool { return strings.HasPrefix(e, tt.wantEvent) }) {
+				t.Errorf("events %q, want one starting %q", events, tt.wantEvent)
+			}
+			after, err := testutil.GetCounterMetricValue(timedOutTotal.WithLabelValues(tt.wantPhase, "default"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if after != before+1 {
+				t.Errorf("karpenter_nodeclaims_lifecycle_timeouts_total{phase=%q} went from %v to %v, want +1", tt.wantPhase, before, after)
+			}
+		})
 	}
 }

@@ -79,10 +79,20 @@ func (c *Controller) registrationFailed(ctx context.Context, nc *karpv1.NodeClai
 	return stepResult{stop: true, requeueAfter: min(remaining, registrationRetryInterval)}, nil
 }
 
-// registrationDeadline is when the registration TTL, counted from launch, runs out.
+// registrationDeadline is when the registration TTL (Karpenter's liveness TTL), counted from
+// the NodeClaim's creation, runs out: a NodeClaim that never launches (bad user data, denied
+// permissions, a deleted node class) runs out of it as much as one whose node never comes.
+// An object that never went through an API server has no creation time: its launch counts.
 func (c *Controller) registrationDeadline(nc *karpv1.NodeClaim) time.Time {
-	launched := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeLaunched)
-	return launched.LastTransitionTime.Add(c.registrationTTL)
+	start := nc.CreationTimestamp.Time
+	if start.IsZero() {
+		if launched := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeLaunched); launched != nil {
+			start = launched.LastTransitionTime.Time
+		} else {
+			start = c.clock.Now()
+		}
+	}
+	return start.Add(c.registrationTTL)
 }
 
 func (c *Controller) registrationExpired(nc *karpv1.NodeClaim) bool {
@@ -97,7 +107,8 @@ func (c *Controller) awaitRegistration(ctx context.Context, nc *karpv1.NodeClaim
 	}
 	log.FromContext(ctx).Info("deleting nodeclaim: node did not register", "provider-id", nc.Status.ProviderID, "ttl", c.registrationTTL.String(), "reason", why)
 	c.recorder.Eventf(nc, nil, corev1.EventTypeWarning, reasonRegistrationTimeout, "Register",
-		"Node with provider ID %s did not register within %s of launch (%s); deleting the NodeClaim", nc.Status.ProviderID, c.registrationTTL, why)
+		"Node with provider ID %s did not register within %s of the NodeClaim's creation (%s); deleting the NodeClaim", nc.Status.ProviderID, c.registrationTTL, why)
+	timedOutTotal.WithLabelValues(phaseRegistration, nc.Labels[karpv1.NodePoolLabelKey]).Inc()
 	return stepResult{deleted: true}, c.deleteNodeClaim(ctx, nc)
 }
 

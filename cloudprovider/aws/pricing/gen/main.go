@@ -1,5 +1,6 @@
-// Command gen writes the pricing package's fallback on-demand price table from the catalog the
-// awstest emulator serves, so the fallback and the emulated Pricing API agree on list prices.
+// Command gen writes the pricing package's fallback on-demand price table from
+// cloudprovider/aws/catalogdata, the catalog the AWS emulator (internal/awsemulator) serves too,
+// so the fallback and the emulated Pricing API agree on list prices.
 package main
 
 import (
@@ -12,7 +13,7 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/joinery-dev/joinery/cloudprovider/aws/awstest/catalogdata"
+	"github.com/joinery-dev/joinery/cloudprovider/aws/catalogdata"
 )
 
 func main() {

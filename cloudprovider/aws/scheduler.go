@@ -1,0 +1,36 @@
+package aws
+
+import (
+	"context"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/joinery-dev/joinery/cloudprovider/aws/amifamily"
+	awsprovider "github.com/joinery-dev/joinery/cloudprovider/aws/provider"
+)
+
+// NewInstanceTypeSource is joinery-scheduler's side of the provider: it loads the region's
+// instance types and prices in the background until ctx ends, and returns a function that
+// builds, on a client, a provider reading EC2NodeClasses (resolved by joinery-controller) and
+// listing their instance types with the same code joinery-controller launches from. The
+// provider only describes and prices: it is given no launch templates or instances, and every
+// caller shares one load of the region's instance types.
+func NewInstanceTypeSource(ctx context.Context, settings Settings, log logr.Logger) (func(client.Client) *awsprovider.Provider, error) {
+	if err := settings.Validate(false); err != nil {
+		return nil, err
+	}
+	cfg, err := settings.AWSConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("AWS instance types", "region", cfg.Region, "awsEndpointURL", settings.EndpointURL, "isolatedVPC", settings.IsolatedVPC)
+	types := settings.NewInstanceTypes(cfg, log)
+	go types.Run(ctx)
+	return func(c client.Client) *awsprovider.Provider {
+		return awsprovider.New(c, types.Types, nil, nil, awsprovider.Options{
+			Cluster: amifamily.Cluster{Name: settings.ClusterName},
+			Logger:  log.WithName("provider"),
+		})
+	}, nil
+}

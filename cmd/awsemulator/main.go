@@ -1,0 +1,120 @@
+// Command awsemulator runs joinery's AWS emulator (internal/awsemulator) as a process of
+// its own: the emulated EC2, IAM, SSM, Pricing and SQS APIs at http://ADDRESS:PORT for
+// joinery-controller's and joinery-scheduler's --aws-endpoint-url, the admin API under
+// /_awstest/ for tests in other processes (awsemulator.AdminClient), and the node agent, which
+// registers the emulator's running instances as kwok-managed Nodes of the cluster --kubeconfig
+// names and deletes the Nodes of terminated ones.
+//
+//	awsemulator --port 4566 --kubeconfig .local/kubeconfig --cluster-name joinery
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/joinery-dev/joinery/internal/awsemulator"
+	"github.com/joinery-dev/joinery/internal/awsemulator/nodeagent"
+)
+
+type options struct {
+	address     string
+	port        int
+	region      string
+	kubeconfig  string
+	clusterName string
+	interval    time.Duration
+	// queues are SQS queues created at start, e.g. joinery-controller's interruption queue.
+	queues string
+}
+
+func main() {
+	var opts options
+	flag.StringVar(&opts.address, "address", "127.0.0.1", "address to serve on")
+	flag.IntVar(&opts.port, "port", 4566, "port to serve on; 0 picks a free one (printed at start)")
+	flag.StringVar(&opts.region, "region", awsemulator.DefaultRegion, "the emulated region (us-west-2 or us-east-1)")
+	flag.StringVar(&opts.kubeconfig, "kubeconfig", "", "cluster whose Nodes the node agent registers; empty runs the APIs without the node agent")
+	flag.StringVar(&opts.clusterName, "cluster-name", awsemulator.DefaultClusterName, "cluster instances must bootstrap into to become Nodes (joinery-controller's --cluster-name)")
+	flag.DurationVar(&opts.interval, "sync-interval", 500*time.Millisecond, "how often the node agent compares instances and Nodes")
+	flag.StringVar(&opts.queues, "create-queues", "", "comma-separated SQS queues to create at start, e.g. the interruption queue joinery-controller polls")
+	flag.Parse()
+
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if err := run(opts, log); err != nil {
+		log.Error("awsemulator stopped", "err", err)
+		os.Exit(1)
+	}
+}
+
+func run(opts options, log *slog.Logger) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	var agentClient kubernetes.Interface
+	if opts.kubeconfig != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", opts.kubeconfig)
+		if err != nil {
+			return fmt.Errorf("loading kubeconfig %s: %w", opts.kubeconfig, err)
+		}
+		if agentClient, err = kubernetes.NewForConfig(cfg); err != nil {
+			return fmt.Errorf("creating the cluster client: %w", err)
+		}
+	}
+
+	server := awsemulator.NewServer(awsemulator.Options{Region: opts.region})
+	defer server.Close()
+	for _, queue := range strings.Split(opts.queues, ",") {
+		if queue = strings.TrimSpace(queue); queue == "" {
+			continue
+		}
+		if _, err := server.CreateQueue(queue); err != nil {
+			return fmt.Errorf("creating SQS queue %s: %w", queue, err)
+		}
+	}
+	listener, err := net.Listen("tcp", net.JoinHostPort(opts.address, strconv.Itoa(opts.port)))
+	if err != nil {
+		return fmt.Errorf("listening: %w", err)
+	}
+	httpServer := &http.Server{Handler: server.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- httpServer.Serve(listener) }()
+	url := "http://" + listener.Addr().String()
+	log.Info("serving the AWS emulator", "url", url, "region", server.Region, "admin", url+awsemulator.AdminPathPrefix)
+
+	if agentClient != nil {
+		agent := nodeagent.New(server, agentClient, nodeagent.Options{
+			ClusterName: opts.clusterName,
+			Interval:    opts.interval,
+			Logger:      logr.FromSlogHandler(log.Handler()).WithName("nodeagent"),
+		})
+		go agent.Run(ctx)
+		log.Info("node agent running", "cluster", opts.clusterName, "kubeconfig", opts.kubeconfig)
+	}
+
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		return fmt.Errorf("serving: %w", err)
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := httpServer.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("shutting down: %w", err)
+	}
+	log.Info("stopped")
+	return nil
+}

@@ -1,0 +1,10 @@
+// Package awsemulator runs an in-process AWS emulator that real aws-sdk-go-v2 clients talk to, the
+// way net/http/httptest runs an HTTP server: tests point the SDK's BaseEndpoint at Server.URL
+// and exercise joinery's AWS provider through the real wire protocols.
+//
+// One listener serves every service. The service is taken from the SigV4 credential scope of
+// the request (ec2, iam, ssm, pricing, sqs); EC2 and IAM speak the query protocol (form POST
+// with Action and Version, XML answers), SSM and Pricing JSON 1.1 and SQS JSON 1.0 (routed by
+// X-Amz-Target). State is kept in memory and is consistent across calls; faults (errors,
+// throttling, latency) can be injected per service and action.
+package awsemulator

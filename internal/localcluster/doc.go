@@ -1,0 +1,21 @@
+// Package localcluster runs a real Kubernetes cluster on 127.0.0.1 from binaries built by
+// hack/tools.sh and `make build`: etcd and kube-apiserver, plus the Options.Components —
+// kube-controller-manager, kwok (the kubelets of nodes annotated kwok.x-k8s.io/node=fake),
+// joinery-scheduler and joinery-controller — each its own process with its own log file and
+// readiness check, on free ports so that several clusters can run side by side. The
+// integration tests, the e2e suites, `make cluster` and `make run` build on it.
+//
+// With Options.CloudProvider CloudProviderAWS (and AWSComponents), the AWS emulator
+// (cmd/awsemulator) runs too, started before joinery's binaries, which it serves as their AWS
+// endpoint; its node agent registers the instances they launch as kwok-managed Nodes.
+//
+// Layout of Options.Dir:
+//
+//	pki/               CA, serving and admin certificates, service-account key
+//	etcd/              etcd's data
+//	admin.kubeconfig   admin credentials (system:masters), certificates embedded
+//	                   (Options.KubeconfigPath moves it)
+//	kwok/, joinery-scheduler/, kube-controller-manager/
+//	                   generated configuration and serving certificates of those components
+//	logs/<name>.log    one log per component, appended across runs (Options.LogsDir moves them)
+package localcluster
