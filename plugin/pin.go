@@ -38,3 +38,21 @@ func (p *Plugin) PreFilter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod,
 
 // PreFilterExtensions implements fwk.PreFilterPlugin; the pin does not depend on other pods.
 func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+var _ fwk.FilterPlugin = &Plugin{}
+
+// Filter keeps a pod that waits for a NodeClaim off every node but that NodeClaim's. PreFilter
+// already narrows the nodes, but kube-scheduler tries a pod's nominated node
+// (status.nominatedNodeName) first and regardless of PreFilter's result: a nomination left
+// from an earlier plan must not take the pod to a node it is no longer planned onto, leaving
+// the NodeClaim it now waits for empty.
+func (p *Plugin) Filter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+	p.mu.Lock()
+	nodeClaim, ok := p.waits.nodeClaimFor(pod.UID)
+	node := p.launches[nodeClaim].nodeName
+	p.mu.Unlock()
+	if !ok || (node != "" && nodeInfo.Node() != nil && nodeInfo.Node().Name == node) {
+		return nil
+	}
+	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, waitingMessage(nodeClaim))
+}

@@ -707,3 +707,43 @@ func TestHoldCountsPodsInFlightWhenPlanned(t *testing.T) {
 		t.Error("the pod keeps its pin though nothing its plan counted on is on its way")
 	}
 }
+
+// TestFilterKeepsPinnedPodsOnTheirNode: a pod waiting for a NodeClaim passes Filter only on
+// that NodeClaim's node — also on its nominated node from an earlier plan, which
+// kube-scheduler tries regardless of PreFilter — and other pods pass everywhere.
+func TestFilterKeepsPinnedPodsOnTheirNode(t *testing.T) {
+	pinned, free := testPod("ns", "pinned"), testPod("ns", "free")
+	env := newTestPlugin(t, true, pinned, free)
+	p := env.plugin
+	p.nominate(1, "default-a", []*corev1.Pod{pinned})
+	node := func(name string) fwk.NodeInfo {
+		info := framework.NewNodeInfo()
+		info.SetNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		return info
+	}
+	cases := []struct {
+		name       string
+		registered bool
+		pod        *corev1.Pod
+		node       string
+		wantPass   bool
+	}{
+		{name: "pinned, its node not registered", pod: pinned, node: "node-old", wantPass: false},
+		{name: "pinned, another node", registered: true, pod: pinned, node: "node-old", wantPass: false},
+		{name: "pinned, its node", registered: true, pod: pinned, node: "node-a", wantPass: true},
+		{name: "not pinned", registered: true, pod: free, node: "node-old", wantPass: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-a"}}
+			if tc.registered {
+				nc.Status.NodeName = "node-a"
+			}
+			p.observeNodeClaim(t.Context(), nc)
+			status := p.Filter(t.Context(), framework.NewCycleState(), tc.pod, node(tc.node))
+			if status.IsSuccess() != tc.wantPass {
+				t.Errorf("Filter = %v, want pass %v", status, tc.wantPass)
+			}
+		})
+	}
+}

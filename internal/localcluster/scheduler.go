@@ -40,6 +40,11 @@ profiles:
     preFilter:
       enabled:
       - name: JoineryProvisioner
+    # Filter keeps a pinned pod off its nominated node when that is not the pinned one
+    # (kube-scheduler tries the nominated node regardless of PreFilter).
+    filter:
+      enabled:
+      - name: JoineryProvisioner
     # Reserve/Unreserve keep the plan exact when a pod lands on existing capacity after all.
     reserve:
       enabled:

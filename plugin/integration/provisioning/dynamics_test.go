@@ -53,6 +53,11 @@ profiles:
     preFilter:
       enabled:
       - name: JoineryProvisioner
+    # Filter keeps a pinned pod off its nominated node when that is not the pinned one
+    # (kube-scheduler tries the nominated node regardless of PreFilter).
+    filter:
+      enabled:
+      - name: JoineryProvisioner
     reserve:
       enabled:
       - name: JoineryProvisioner
