@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	awsv1 "github.com/joinery-dev/joinery/apis/aws/v1"
+	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/cloudprovider/aws/amifamily"
 	"github.com/joinery-dev/joinery/cloudprovider/aws/controllers/interruption"
 	nodeclasscontroller "github.com/joinery-dev/joinery/cloudprovider/aws/controllers/nodeclass"
@@ -43,7 +44,16 @@ type Options struct {
 	// Recorder records the EC2NodeClass controller's events; nil: the manager's recorder for
 	// Karpenter's event source ("karpenter").
 	Recorder events.EventRecorder
+	// Preplanner, when not nil and a queue is named, is called once with the provider New
+	// builds and returns what launches capacity for an interrupted node's pods before its
+	// NodeClaim is deleted: the disruption controllers' disruption.Preplanner, whose
+	// simulation needs the provider's instance types.
+	Preplanner func(cloudprovider.CloudProvider) (Preplanner, error)
 }
+
+// Preplanner launches capacity for a NodeClaim's pods before the interruption controller
+// deletes it.
+type Preplanner = interruption.Preplanner
 
 // Launch template cleanup: how often, and how long a template may go unused before it goes.
 const (
@@ -52,7 +62,8 @@ const (
 )
 
 // New builds the AWS cloud provider on mgr and registers what it needs beside the neutral
-// controllers: the EC2NodeClass controller, the interruption controller when a queue is named,
+// controllers: the EC2NodeClass controller, the interruption controller when a queue is named
+// (pre-planning replacement capacity through Options.Preplanner),
 // the instance-type and price refresh loops (in every replica, so a new leader starts warm) and
 // launch-template cleanup (leader only).
 func New(ctx context.Context, mgr ctrl.Manager, opts Options) (*awsprovider.Provider, error) {
@@ -113,7 +124,13 @@ func New(ctx context.Context, mgr ctrl.Manager, opts Options) (*awsprovider.Prov
 	if err := mgr.Add(cleanup); err != nil {
 		return nil, fmt.Errorf("adding launch template cleanup: %w", err)
 	}
-	if err := interruption.Setup(mgr, cfg, interruption.SetupOptions{Queue: opts.InterruptionQueue, Namespace: opts.Namespace}); err != nil {
+	var preplan Preplanner
+	if opts.InterruptionQueue != "" && opts.Preplanner != nil {
+		if preplan, err = opts.Preplanner(provider); err != nil {
+			return nil, fmt.Errorf("building the interruption controller's pre-planning: %w", err)
+		}
+	}
+	if err := interruption.Setup(mgr, cfg, interruption.SetupOptions{Queue: opts.InterruptionQueue, Namespace: opts.Namespace, Preplanner: preplan}); err != nil {
 		return nil, err
 	}
 	return provider, nil

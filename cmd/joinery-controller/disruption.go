@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/joinery-dev/joinery/cloudprovider"
+	"github.com/joinery-dev/joinery/cloudprovider/aws"
 	"github.com/joinery-dev/joinery/controller/disruption"
 	"github.com/joinery-dev/joinery/controller/disruption/expiration"
 	"github.com/joinery-dev/joinery/controller/disruption/podevents"
@@ -32,26 +33,42 @@ type disruptionOptions struct {
 	repairToleration time.Duration
 }
 
-// setupDisruption adds the disruption loop (drift, emptiness), expiration, the pod-event
-// conditions and, behind NodeRepair, node repair. The loop simulates with the provisioning
-// solver over the scheduler's profile (the same configuration file joinery-scheduler reads).
-func setupDisruption(ctx context.Context, mgr ctrl.Manager, cp cloudprovider.CloudProvider, namespace string, gates featuregates.Gates, opts disruptionOptions) error {
-	recorder := mgr.GetEventRecorder(nodeclaim.EventSource)
-	if err := podevents.New(mgr.GetClient(), nil).SetupWithManager(ctx, mgr); err != nil {
-		return fmt.Errorf("setting up %s: %w", podevents.Name, err)
-	}
+// disruptionSimulation is the solver-backed simulation every disruption path shares: the
+// disruption loop, expiration, repair and the cloud provider's interruption handling. It
+// simulates with the provisioning solver over the scheduler's profile (the same configuration
+// file joinery-scheduler reads) and is built once, for the cloud provider, by whichever of
+// them asks first: the AWS provider asks while aws.New builds it.
+type disruptionSimulation struct {
+	ctx       context.Context
+	mgr       ctrl.Manager
+	namespace string
+	opts      disruptionOptions
 
-	profile, err := schedulerProfile(opts)
+	simulator *disruption.SolverSimulator
+	preplan   *disruption.Preplanner
+	factory   informers.SharedInformerFactory
+}
+
+func newDisruptionSimulation(ctx context.Context, mgr ctrl.Manager, namespace string, opts disruptionOptions) *disruptionSimulation {
+	return &disruptionSimulation{ctx: ctx, mgr: mgr, namespace: namespace, opts: opts}
+}
+
+// build builds the simulation for cp the first time it is called; later calls keep it.
+func (s *disruptionSimulation) build(cp cloudprovider.CloudProvider) error {
+	if s.simulator != nil {
+		return nil
+	}
+	profile, err := schedulerProfile(s.opts)
 	if err != nil {
 		return err
 	}
-	clientset, err := kubernetes.NewForConfig(mgr.GetConfig())
+	clientset, err := kubernetes.NewForConfig(s.mgr.GetConfig())
 	if err != nil {
 		return fmt.Errorf("building the simulation's clientset: %w", err)
 	}
 	factory := informers.NewSharedInformerFactory(clientset, 0)
 	view := &disruption.View{}
-	s, err := solver.New(ctx, solver.Options{
+	solv, err := solver.New(s.ctx, solver.Options{
 		State:         view,
 		InstanceTypes: cp,
 		Profile:       profile,
@@ -61,27 +78,49 @@ func setupDisruption(ctx context.Context, mgr ctrl.Manager, cp cloudprovider.Clo
 	if err != nil {
 		return fmt.Errorf("building the disruption simulation: %w", err)
 	}
-	factory.Start(ctx.Done())
+	factory.Start(s.ctx.Done())
 	// Replacements skip the offerings the lifecycle controller recorded as exhausted, as the
 	// scheduler's Provisioner does.
-	unavailable := state.NewUnavailableOfferings(mgr.GetClient(), mgr.GetAPIReader(), namespace, clock.RealClock{})
-	sim := disruption.NewSolverSimulator(s, view, unavailable)
+	unavailable := state.NewUnavailableOfferings(s.mgr.GetClient(), s.mgr.GetAPIReader(), s.namespace, clock.RealClock{})
+	s.simulator = disruption.NewSolverSimulator(solv, view, unavailable)
 	// Forceful methods launch capacity for the pods of the node they remove at once.
-	preplan := &disruption.Preplanner{Client: mgr.GetClient(), Simulator: sim}
-	if err := expiration.New(mgr.GetClient(), recorder, nil, preplan).SetupWithManager(mgr); err != nil {
+	s.preplan = &disruption.Preplanner{Client: s.mgr.GetClient(), Simulator: s.simulator}
+	s.factory = factory
+	return nil
+}
+
+// preplanner is the Preplanner over the simulation for cp (aws.Options.Preplanner).
+func (s *disruptionSimulation) preplanner(cp cloudprovider.CloudProvider) (aws.Preplanner, error) {
+	if err := s.build(cp); err != nil {
+		return nil, err
+	}
+	return s.preplan, nil
+}
+
+// setupDisruption adds the disruption loop (drift, emptiness), expiration, the pod-event
+// conditions and, behind NodeRepair, node repair, all on the shared simulation.
+func setupDisruption(mgr ctrl.Manager, cp cloudprovider.CloudProvider, sim *disruptionSimulation, gates featuregates.Gates) error {
+	recorder := mgr.GetEventRecorder(nodeclaim.EventSource)
+	if err := podevents.New(mgr.GetClient(), nil).SetupWithManager(sim.ctx, mgr); err != nil {
+		return fmt.Errorf("setting up %s: %w", podevents.Name, err)
+	}
+	if err := sim.build(cp); err != nil {
+		return err
+	}
+	if err := expiration.New(mgr.GetClient(), recorder, nil, sim.preplan).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up %s: %w", expiration.Name, err)
 	}
 	if gates.Enabled(featuregates.NodeRepair) {
-		if err := repair.New(mgr.GetClient(), cp, recorder, nil, repair.Options{Toleration: opts.repairToleration, Preplan: preplan}).SetupWithManager(mgr); err != nil {
+		if err := repair.New(mgr.GetClient(), cp, recorder, nil, repair.Options{Toleration: sim.opts.repairToleration, Preplan: sim.preplan}).SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("setting up %s: %w", repair.Name, err)
 		}
 	}
-	methods := []disruption.Method{&disruption.Drift{Simulator: sim}, &disruption.Emptiness{}}
+	methods := []disruption.Method{&disruption.Drift{Simulator: sim.simulator}, &disruption.Emptiness{}}
 	loop := disruption.New(mgr.GetClient(), mgr.GetAPIReader(), recorder, clock.RealClock{}, methods, disruption.Options{
-		ValidationDelay: opts.validationDelay,
-		PollInterval:    opts.pollInterval,
+		ValidationDelay: sim.opts.validationDelay,
+		PollInterval:    sim.opts.pollInterval,
 	})
-	if err := mgr.Add(&syncedRunnable{factory: factory, runnable: loop}); err != nil {
+	if err := mgr.Add(&syncedRunnable{factory: sim.factory, runnable: loop}); err != nil {
 		return fmt.Errorf("setting up %s: %w", disruption.Name, err)
 	}
 	return nil

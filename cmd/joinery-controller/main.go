@@ -133,7 +133,8 @@ func run(opts options) error {
 	}
 
 	ctx := ctrl.SetupSignalHandler()
-	cp, err := newCloudProvider(ctx, opts, mgr, namespace)
+	sim := newDisruptionSimulation(ctx, mgr, namespace, opts.disruption)
+	cp, err := newCloudProvider(ctx, opts, mgr, namespace, sim)
 	if err != nil {
 		return err
 	}
@@ -144,7 +145,7 @@ func run(opts options) error {
 	if err != nil {
 		return fmt.Errorf("creating %s: %w", nodepool.Name, err)
 	}
-	if err := setupDisruption(ctx, mgr, cp, namespace, opts.featureGates, opts.disruption); err != nil {
+	if err := setupDisruption(mgr, cp, sim, opts.featureGates); err != nil {
 		return err
 	}
 	if err := nodePools.SetupWithManager(mgr); err != nil {
@@ -159,8 +160,9 @@ func run(opts options) error {
 }
 
 // newCloudProvider builds the provider named by --cloud-provider on the manager, with whatever
-// controllers and loops that provider needs beside the neutral controllers.
-func newCloudProvider(ctx context.Context, opts options, mgr ctrl.Manager, namespace string) (cloudprovider.CloudProvider, error) {
+// controllers and loops that provider needs beside the neutral controllers. The AWS provider's
+// interruption controller pre-plans capacity on sim, the disruption controllers' simulation.
+func newCloudProvider(ctx context.Context, opts options, mgr ctrl.Manager, namespace string, sim *disruptionSimulation) (cloudprovider.CloudProvider, error) {
 	if opts.interruptionQueue != "" && opts.cloudProvider != aws.Name {
 		return nil, errors.New("--interruption-queue needs --cloud-provider=aws")
 	}
@@ -179,6 +181,7 @@ func newCloudProvider(ctx context.Context, opts options, mgr ctrl.Manager, names
 			// The same record the NodeClaim lifecycle controller writes and the scheduler plugin reads.
 			Unavailable: state.NewUnavailableOfferings(mgr.GetClient(), mgr.GetAPIReader(), namespace, clock.RealClock{}),
 			Recorder:    mgr.GetEventRecorder(nodeclaim.EventSource),
+			Preplanner:  sim.preplanner,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("creating the aws cloud provider: %w", err)

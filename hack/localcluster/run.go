@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
@@ -35,8 +36,8 @@ const (
 	sampleSelector = "app.kubernetes.io/part-of=joinery-sample"
 )
 
-// scaledDownReplicas is what each sample Deployment is scaled to once its pods settled,
-// leaving capacity for consolidation to remove.
+// scaledDownReplicas is what each sample Deployment is scaled to once its pods settled: the
+// nodes left empty are removed (emptiness), those left underutilized wait for consolidation.
 var scaledDownReplicas = map[string]int{"sample-small": 3, "sample-medium": 1, "sample-large": 0}
 
 var nodeClaimsResource = schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodeclaims"}
@@ -138,7 +139,7 @@ func watch(ctx context.Context, c *localcluster.Cluster, note string, prices pri
 		return fmt.Errorf("dynamic client: %w", err)
 	}
 	settleBy := time.Now().Add(settleTimeout)
-	scaled := false
+	scaled, scaledNote := false, ""
 	tick := time.NewTicker(refreshInterval)
 	defer tick.Stop()
 	for {
@@ -151,10 +152,11 @@ func watch(ctx context.Context, c *localcluster.Cluster, note string, prices pri
 				return err
 			}
 			scaled = true
+			scaledNote = scaleDownNote(sampleConsolidateAfter(ctx, dyn))
 		}
 		status := note
 		if scaled {
-			status += "\nscaled the workload down to 3 small + 1 medium pods: consolidation (once built) removes the spare capacity"
+			status += "\n" + scaledNote
 		}
 		if s.note == "" {
 			s.note = status
@@ -218,4 +220,36 @@ func scaleDown(ctx context.Context, client kubernetes.Interface) error {
 		}
 	}
 	return nil
+}
+
+// sampleNodePool is the name of the NodePool the samples apply (either provider's).
+const sampleNodePool = "default"
+
+var nodePoolsResource = schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodepools"}
+
+// sampleConsolidateAfter reads the sample NodePool's spec.disruption.consolidateAfter; "" when
+// it cannot be read (the view then names the field instead of its value).
+func sampleConsolidateAfter(ctx context.Context, dyn dynamic.Interface) string {
+	np, err := dyn.Resource(nodePoolsResource).Get(ctx, sampleNodePool, metav1.GetOptions{})
+	if err != nil {
+		return ""
+	}
+	after, _, _ := unstructured.NestedString(np.Object, "spec", "disruption", "consolidateAfter")
+	return after
+}
+
+// scaleDownNote is what the view says once the workload is scaled down: empty nodes go after
+// the NodePool's consolidateAfter (emptiness); underutilized ones stay until consolidation of
+// underutilized nodes is built.
+func scaleDownNote(consolidateAfter string) string {
+	empty := "nodes left empty are removed once the NodePool's consolidateAfter has passed"
+	switch consolidateAfter {
+	case "":
+	case "Never":
+		empty = "nodes left empty stay (the NodePool's consolidateAfter is Never)"
+	default:
+		empty = "nodes left empty are removed once " + consolidateAfter + " have passed since their last pod left (the NodePool's consolidateAfter)"
+	}
+	return "scaled the workload down to 3 small + 1 medium pods: " + empty +
+		"; nodes left underutilized stay until consolidation is built"
 }

@@ -2,10 +2,11 @@
 // queue named by --interruption-queue, into which EventBridge rules forward EC2 spot interruption
 // warnings, rebalance recommendations, instance state changes and AWS Health scheduled changes,
 // and acts on the NodeClaims of the instances they name: a spot interruption marks the offering
-// unavailable and deletes the NodeClaim (the termination finalizer taints and drains the node
-// while the scheduler plans the replacement at once); a scheduled change or an instance that is
-// stopping or terminating deletes the NodeClaim; a rebalance recommendation only records an
-// event. Every message is deleted once handled, including those about instances this cluster
+// unavailable and deletes the NodeClaim (the termination finalizer taints and drains the node);
+// a scheduled change or an instance that is stopping or terminating deletes the NodeClaim; a
+// rebalance recommendation only records an event. Before it deletes a NodeClaim, the controller
+// pre-plans replacement capacity for the node's pods (Options.Preplanner), so the new node starts
+// as soon as the warning arrives rather than once the evicted pods are pending. Every message is deleted once handled, including those about instances this cluster
 // does not own and those that cannot be parsed.
 package interruption
 
@@ -25,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
 	awsinterruption "github.com/joinery-dev/joinery/cloudprovider/aws/interruption"
 )
@@ -55,6 +57,17 @@ type UnavailableOfferings interface {
 	MarkUnavailable(ctx context.Context, ttl time.Duration, offerings ...cloudprovider.OfferingKey) error
 }
 
+// Preplanner launches capacity for a NodeClaim's pods before it is deleted
+// (controller/disruption.Preplanner); called again for the same NodeClaim and method, it
+// returns the replacements it created before.
+type Preplanner interface {
+	Preplan(ctx context.Context, method string, nc *karpv1.NodeClaim) ([]string, error)
+}
+
+// PreplanMethod is the method name the controller pre-plans under, whatever the message's
+// kind, so a spot warning followed by a state change of the same instance plans once.
+const PreplanMethod = "interruption"
+
 // Options configure a Controller; zero durations take the defaults.
 type Options struct {
 	// Queue is the name of the interruption queue.
@@ -70,7 +83,10 @@ type Options struct {
 	// UnavailableTTL is how long a spot-interrupted offering stays unavailable;
 	// cloudprovider.UnavailableOfferingsTTL if zero.
 	UnavailableTTL time.Duration
-	Clock          clock.Clock
+	// Preplanner, when not nil, launches capacity for the pods of a NodeClaim before the
+	// controller deletes it.
+	Preplanner Preplanner
+	Clock      clock.Clock
 }
 
 // Controller consumes the interruption queue. It is a manager.Runnable.

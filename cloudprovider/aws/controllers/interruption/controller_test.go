@@ -132,7 +132,7 @@ func clusterObjects() []client.Object {
 	return objs
 }
 
-func newFixture(t *testing.T, funcs interceptor.Funcs, opts Options) *fixture {
+func newFixture(t *testing.T, funcs interceptor.Funcs, opts Options, extra ...client.Object) *fixture {
 	t.Helper()
 	srv := awsemulator.NewServer(awsemulator.Options{})
 	t.Cleanup(srv.Close)
@@ -140,7 +140,7 @@ func newFixture(t *testing.T, funcs interceptor.Funcs, opts Options) *fixture {
 		t.Fatal(err)
 	}
 	kube := fake.NewClientBuilder().WithScheme(newScheme(t)).
-		WithObjects(clusterObjects()...).
+		WithObjects(append(clusterObjects(), extra...)...).
 		WithStatusSubresource(&karpv1.NodeClaim{}).
 		WithInterceptorFuncs(funcs).
 		Build()

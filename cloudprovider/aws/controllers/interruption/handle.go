@@ -133,6 +133,15 @@ func (c *Controller) respond(ctx context.Context, resp response, msg awsinterrup
 	if !resp.terminate || !claim.DeletionTimestamp.IsZero() {
 		return nil
 	}
+	var replacements []string
+	if c.opts.Preplanner != nil {
+		// Capacity for the node's pods starts now, after the offering is marked so the
+		// replacement avoids it. Forceful: a failed pre-plan does not hold the deletion back.
+		var err error
+		if replacements, err = c.opts.Preplanner.Preplan(ctx, PreplanMethod, claim); err != nil {
+			logger.Error(err, "pre-planning capacity for an interrupted nodeclaim's pods")
+		}
+	}
 	err := c.kube.Delete(ctx, claim)
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -142,7 +151,7 @@ func (c *Controller) respond(ctx context.Context, resp response, msg awsinterrup
 	}
 	// Later messages of the batch see it going and do not delete it again.
 	claim.DeletionTimestamp = &metav1.Time{Time: c.opts.Clock.Now()}
-	logger.Info("deleting the nodeclaim of an interrupted instance", "reason", resp.reason)
+	logger.Info("deleting the nodeclaim of an interrupted instance", "reason", resp.reason, "node", claim.Status.NodeName, "replacements", replacements)
 	c.recorder.Eventf(claim, nil, corev1.EventTypeWarning, ReasonTerminatingOnInterruption, eventAction, "Interruption triggered termination for the NodeClaim")
 	if node != nil {
 		c.recorder.Eventf(node, nil, corev1.EventTypeWarning, ReasonTerminatingOnInterruption, eventAction, "Interruption triggered termination for the Node")

@@ -20,6 +20,9 @@ type SetupOptions struct {
 	Queue string
 	// Namespace holds the unavailable-offerings ConfigMap (the controller's namespace).
 	Namespace string
+	// Preplanner, when not nil, launches capacity for an interrupted node's pods before its
+	// NodeClaim is deleted.
+	Preplanner Preplanner
 }
 
 // Setup adds the interruption controller to mgr when a queue is configured. cfg is the AWS
@@ -29,7 +32,7 @@ func Setup(mgr ctrl.Manager, cfg aws.Config, opts SetupOptions) error {
 		return nil
 	}
 	unavailable := state.NewUnavailableOfferings(mgr.GetClient(), mgr.GetAPIReader(), opts.Namespace, clock.RealClock{})
-	c := New(mgr.GetClient(), sqs.NewFromConfig(cfg), unavailable, mgr.GetEventRecorder(EventSource), Options{Queue: opts.Queue})
+	c := New(mgr.GetClient(), sqs.NewFromConfig(cfg), unavailable, mgr.GetEventRecorder(EventSource), Options{Queue: opts.Queue, Preplanner: opts.Preplanner})
 	if err := mgr.Add(c); err != nil {
 		return fmt.Errorf("setting up %s: %w", Name, err)
 	}
