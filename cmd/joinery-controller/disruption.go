@@ -32,7 +32,8 @@ type disruptionOptions struct {
 	repairToleration time.Duration
 }
 
-// setupDisruption adds the disruption loop (drift, emptiness), expiration, the pod-event
+// setupDisruption adds the disruption loop (drift, emptiness, multi- and single-node
+// consolidation), expiration, the pod-event
 // conditions and, behind NodeRepair, node repair. The loop simulates with the provisioning
 // solver over the scheduler's profile (the same configuration file joinery-scheduler reads).
 func setupDisruption(ctx context.Context, mgr ctrl.Manager, cp cloudprovider.CloudProvider, namespace string, gates featuregates.Gates, opts disruptionOptions) error {
@@ -76,7 +77,13 @@ func setupDisruption(ctx context.Context, mgr ctrl.Manager, cp cloudprovider.Clo
 			return fmt.Errorf("setting up %s: %w", repair.Name, err)
 		}
 	}
-	methods := []disruption.Method{&disruption.Drift{Simulator: sim}, &disruption.Emptiness{}}
+	consolidation := disruption.Consolidation{Simulator: sim, InstanceTypes: cp, SpotToSpot: gates.Enabled(featuregates.SpotToSpotConsolidation)}
+	methods := []disruption.Method{
+		&disruption.Drift{Simulator: sim},
+		&disruption.Emptiness{},
+		&disruption.MultiNodeConsolidation{Consolidation: consolidation},
+		&disruption.SingleNodeConsolidation{Consolidation: consolidation},
+	}
 	loop := disruption.New(mgr.GetClient(), mgr.GetAPIReader(), recorder, clock.RealClock{}, methods, disruption.Options{
 		ValidationDelay: opts.validationDelay,
 		PollInterval:    opts.pollInterval,
