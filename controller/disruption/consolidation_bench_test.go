@@ -201,6 +201,8 @@ func BenchmarkConsolidation(b *testing.B) {
 			if multiCmd == nil || singleCmd == nil {
 				b.Fatalf("no consolidation found: multi %v, single %v", multiCmd, singleCmd)
 			}
+			verifyCommand(b, c, multiCmd, its)
+			verifyCommand(b, c, singleCmd, its)
 			prices := newPriceBook(benchTypes(its))
 			before := 0.0
 			cands, _ := c.Candidates(karpv1.DisruptionReasonUnderutilized)

@@ -218,6 +218,7 @@ func TestConsolidation(t *testing.T) {
 			if string(cmd.Decision()) != tt.decision || cmd.Reason != karpv1.DisruptionReasonUnderutilized {
 				t.Fatalf("decision %s reason %s, want %s Underutilized", cmd.Decision(), cmd.Reason, tt.decision)
 			}
+			verifyCommand(t, cluster, cmd, its)
 			if cmd.Decision() == DecisionDelete {
 				return
 			}
