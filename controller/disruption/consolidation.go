@@ -34,8 +34,9 @@ const MaxMultiNodeCandidates = 100
 // cheapest, most interrupted spot pool.
 const MinSpotToSpotInstanceTypes = 15
 
-// Consolidation types, the consolidation_type metric label.
+// Consolidation types, the consolidation_type metric label (Karpenter's values).
 const (
+	ConsolidationTypeEmpty  = "empty"
 	ConsolidationTypeMulti  = "multi"
 	ConsolidationTypeSingle = "single"
 )
@@ -315,6 +316,9 @@ func (c *Consolidation) cheaperReplacement(ctx context.Context, prices *priceBoo
 		if r.Key == corev1.LabelInstanceTypeStable {
 			minValues = r.MinValues
 		}
+	}
+	if out.Labels == nil {
+		out.Labels = map[string]string{}
 	}
 	out.Spec.Requirements = reqs.NodeSelectorRequirementsWithMinValues()
 	for i := range out.Spec.Requirements {
