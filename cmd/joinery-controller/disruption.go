@@ -97,7 +97,8 @@ func (s *disruptionSimulation) preplanner(cp cloudprovider.CloudProvider) (aws.P
 	return s.preplan, nil
 }
 
-// setupDisruption adds the disruption loop (drift, emptiness), expiration, the pod-event
+// setupDisruption adds the disruption loop (drift, emptiness, multi- and single-node
+// consolidation), expiration, the pod-event
 // conditions and, behind NodeRepair, node repair, all on the shared simulation.
 func setupDisruption(mgr ctrl.Manager, cp cloudprovider.CloudProvider, sim *disruptionSimulation, gates featuregates.Gates) error {
 	recorder := mgr.GetEventRecorder(nodeclaim.EventSource)
@@ -115,7 +116,13 @@ func setupDisruption(mgr ctrl.Manager, cp cloudprovider.CloudProvider, sim *disr
 			return fmt.Errorf("setting up %s: %w", repair.Name, err)
 		}
 	}
-	methods := []disruption.Method{&disruption.Drift{Simulator: sim.simulator}, &disruption.Emptiness{}}
+	consolidation := disruption.Consolidation{Simulator: sim.simulator, InstanceTypes: cp, SpotToSpot: gates.Enabled(featuregates.SpotToSpotConsolidation)}
+	methods := []disruption.Method{
+		&disruption.Drift{Simulator: sim.simulator},
+		&disruption.Emptiness{},
+		&disruption.MultiNodeConsolidation{Consolidation: consolidation},
+		&disruption.SingleNodeConsolidation{Consolidation: consolidation},
+	}
 	loop := disruption.New(mgr.GetClient(), mgr.GetAPIReader(), recorder, clock.RealClock{}, methods, disruption.Options{
 		ValidationDelay: sim.opts.validationDelay,
 		PollInterval:    sim.opts.pollInterval,

@@ -29,7 +29,10 @@ func (c *Candidate) Name() string { return c.NodeClaim.Name }
 type Blocked struct {
 	NodeClaim *karpv1.NodeClaim
 	Node      *corev1.Node
-	Message   string
+	// Reason is the event reason: DisruptionBlocked when empty, Unconsolidatable for a
+	// consolidation candidate that cannot be consolidated.
+	Reason  string
+	Message string
 }
 
 // mirrorPodAnnotationKey marks a static pod's mirror: the kubelet owns it.

@@ -159,13 +159,14 @@ func (c *Controller) Step(ctx context.Context) (bool, error) {
 			return false, fmt.Errorf("%s: validating: %w", m.Name(), err)
 		}
 		if fresh == nil {
+			failedValidations.WithLabelValues(consolidationTypeOf(m)).Inc()
 			logger.Info("disruption command no longer valid, not executed", "method", m.Name(), "command", cmd.String(), "why", why)
 			return false, nil
 		}
 		if err := c.queue.Start(ctx, fresh); err != nil {
 			return false, fmt.Errorf("%s: executing %s: %w", m.Name(), fresh, err)
 		}
-		decisionsTotal.WithLabelValues(string(fresh.Decision()), MetricReason(fresh.Reason), "").Inc()
+		decisionsTotal.WithLabelValues(string(fresh.Decision()), MetricReason(fresh.Reason), consolidationTypeOf(m)).Inc()
 		logCommand(logger, fresh)
 		return true, nil
 	}
@@ -175,7 +176,9 @@ func (c *Controller) Step(ctx context.Context) (bool, error) {
 // compute asks m for a command over cluster, and publishes why nodes were passed over.
 func (c *Controller) compute(ctx context.Context, cluster *Cluster, m Method, now time.Time) (*Command, error) {
 	start := time.Now()
-	defer func() { evaluationDuration.WithLabelValues(m.Name(), "").Observe(time.Since(start).Seconds()) }()
+	defer func() {
+		evaluationDuration.WithLabelValues(m.Name(), consolidationTypeOf(m)).Observe(time.Since(start).Seconds())
+	}()
 	cands, blocked := cluster.Candidates(m.Reason())
 	var mine []*Candidate
 	for _, cand := range cands {
@@ -183,8 +186,15 @@ func (c *Controller) compute(ctx context.Context, cluster *Cluster, m Method, no
 			mine = append(mine, cand)
 		}
 	}
+	_, unconsolidatable := m.(interface{ unconsolidatable() bool })
 	for _, b := range blocked {
 		c.pub.blocked(b)
+		// A node consolidation would otherwise consider is also Unconsolidatable, with the
+		// pod and reason that hold it.
+		if unconsolidatable && consolidatable(b.NodeClaim, cluster.NodePoolOf(b.NodeClaim)) {
+			c.pub.blocked(Blocked{NodeClaim: b.NodeClaim, Node: b.Node, Reason: EventUnconsolidatable,
+				Message: strings.TrimPrefix(b.Message, "Cannot disrupt Node: ")})
+		}
 	}
 	eligibleNodes.WithLabelValues(MetricReason(m.Reason())).Set(float64(len(mine)))
 	if len(mine) == 0 {
@@ -233,6 +243,16 @@ func (c *Controller) validate(ctx context.Context, m Method, cmd *Command) (*Com
 			return nil, fmt.Sprintf("nodepool %s now allows %d disruptions for %s, the command needs %d", np, allowed[np], m.Reason(), n), nil
 		}
 	}
+	if rv, ok := m.(revalidator); ok {
+		out, why, err := rv.revalidate(ctx, cluster, cmd, fresh)
+		if err != nil || out == nil {
+			return nil, why, err
+		}
+		if len(out.Replacements) > len(cmd.Replacements) {
+			return nil, fmt.Sprintf("now needs %d replacements instead of %d", len(out.Replacements), len(cmd.Replacements)), nil
+		}
+		return out, "", nil
+	}
 	out := &Command{Method: cmd.Method, Reason: cmd.Reason, Candidates: fresh, Destinations: map[types.UID]string{}}
 	if len(cmd.Replacements) > 0 || out.PodCount() > 0 {
 		sim, ok := simulatorOf(m)
@@ -252,6 +272,20 @@ func (c *Controller) validate(ctx context.Context, m Method, cmd *Command) (*Com
 		out.Replacements, out.Destinations = result.Replacements, result.Destinations
 	}
 	return out, "", nil
+}
+
+// revalidator is a method that checks its own commands again after the validation delay
+// (consolidation re-prices the replacement).
+type revalidator interface {
+	revalidate(ctx context.Context, cluster *Cluster, old *Command, fresh []*Candidate) (*Command, string, error)
+}
+
+// consolidationTypeOf is the consolidation_type metric label of m ("" for other methods).
+func consolidationTypeOf(m Method) string {
+	if t, ok := m.(interface{ consolidationType() string }); ok {
+		return t.consolidationType()
+	}
+	return ""
 }
 
 // simulatorOf returns the simulator of a method that moves pods.

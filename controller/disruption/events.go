@@ -17,6 +17,7 @@ const (
 	EventDisruptionLaunching        = "DisruptionLaunching"
 	EventDisruptionWaitingReadiness = "DisruptionWaitingReadiness"
 	EventDisruptionTerminating      = "DisruptionTerminating"
+	EventUnconsolidatable           = "Unconsolidatable"
 )
 
 // blockedEventInterval is how often the same DisruptionBlocked message is repeated for a node.
@@ -49,7 +50,11 @@ func (p *publisher) publish(nc *karpv1.NodeClaim, node *corev1.Node, eventType, 
 }
 
 func (p *publisher) blocked(b Blocked) {
-	key := b.NodeClaim.Name + "\x00" + b.Message
+	reason := b.Reason
+	if reason == "" {
+		reason = EventDisruptionBlocked
+	}
+	key := b.NodeClaim.Name + "\x00" + reason + "\x00" + b.Message
 	now := p.now()
 	p.mu.Lock()
 	last, ok := p.seen[key]
@@ -65,5 +70,5 @@ func (p *publisher) blocked(b Blocked) {
 		}
 	}
 	p.mu.Unlock()
-	p.publish(b.NodeClaim, b.Node, corev1.EventTypeNormal, EventDisruptionBlocked, "Disrupt", b.Message)
+	p.publish(b.NodeClaim, b.Node, corev1.EventTypeNormal, reason, "Disrupt", b.Message)
 }

@@ -85,6 +85,8 @@ type Emptiness struct{}
 func (e *Emptiness) Name() string   { return "emptiness" }
 func (e *Emptiness) Reason() string { return karpv1.DisruptionReasonEmpty }
 
+func (e *Emptiness) consolidationType() string { return ConsolidationTypeEmpty }
+
 func (e *Emptiness) ShouldDisrupt(c *Candidate) bool {
 	return len(c.Pods) == 0 && !c.NodePool.Spec.Disruption.ConsolidateAfter.IsNever() &&
 		meta.IsStatusConditionTrue(c.NodeClaim.Status.Conditions, karpv1.ConditionTypeConsolidatable)

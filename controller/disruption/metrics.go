@@ -33,6 +33,14 @@ var (
 		Namespace: "karpenter", Subsystem: "nodeclaims", Name: "disrupted_total",
 		Help: "NodeClaims disrupted, by reason, NodePool and capacity type.",
 	}, []string{"reason", "nodepool", "capacity_type"})
+	consolidationTimeouts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "karpenter", Subsystem: "consolidation", Name: "timeouts_total",
+		Help: "Consolidation decisions that ran out of their time budget, by consolidation type.",
+	}, []string{"consolidation_type"})
+	failedValidations = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "karpenter", Subsystem: "voluntary_disruption", Name: "failed_validations_total",
+		Help: "Disruption commands dropped because they no longer held after the validation delay, by consolidation type.",
+	}, []string{"consolidation_type"})
 	// UnhealthyDisruptedTotal counts NodeClaims node repair replaced, by the condition that
 	// made the node unhealthy.
 	UnhealthyDisruptedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -42,7 +50,7 @@ var (
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(decisionsTotal, eligibleNodes, evaluationDuration, allowedDisruptions, disruptedTotal, UnhealthyDisruptedTotal)
+	crmetrics.Registry.MustRegister(decisionsTotal, consolidationTimeouts, failedValidations, eligibleNodes, evaluationDuration, allowedDisruptions, disruptedTotal, UnhealthyDisruptedTotal)
 }
 
 // MetricReason turns a reason (Drifted, Empty, Expired) into its metric label value.

@@ -25,7 +25,8 @@ import (
 // NodeClaim left hosts a pod.
 func TestScaleDownRemovesEmptyNodes(t *testing.T) {
 	pool := framework.UniqueName("empty")
-	createNodePool(t, pool, `  disruption: {consolidateAfter: 10s, budgets: [{nodes: "100%"}]}`)
+	// WhenEmpty: the test asserts that the pods stay where they are; consolidation would move them.
+	createNodePool(t, pool, `  disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: 10s, budgets: [{nodes: "100%"}]}`)
 	ns := env.Namespace(t)
 	createDeployment(t, ns, pool, "web", 30, "700m")
 	env.AwaitPods(t, ns, "app=web", 30, timeout, running)

@@ -496,6 +496,8 @@ func createPool(t *testing.T, group string, p pool) {
 	name := group + "-" + p.suffix
 	env.Create(t, framework.KWOKNodeClasses, fmt.Sprintf(`{"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass", "metadata": {"name": %q}}`, name))
 	var spec, template strings.Builder
+	// Placement is under test: consolidation must not move the pods placed; empty nodes may go.
+	spec.WriteString("  disruption: {consolidationPolicy: WhenEmpty}\n")
 	if p.weight > 0 {
 		fmt.Fprintf(&spec, "  weight: %d\n", p.weight)
 	}

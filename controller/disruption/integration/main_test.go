@@ -81,7 +81,7 @@ func (s staticTypes) GetInstanceTypes(context.Context, *karpv1.NodePool) ([]*clo
 	return s, nil
 }
 
-// startLoop runs the disruption loop (Drift, Emptiness) with the solver as its simulation in
+// startLoop runs the disruption loop (Drift, Emptiness, multi- and single-node consolidation) with the solver as its simulation in
 // a manager of its own until the returned stop is called.
 func startLoop(t *testing.T) (stop func()) {
 	t.Helper()
@@ -116,7 +116,9 @@ func startLoop(t *testing.T) (stop func()) {
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: clientset.EventsV1()})
 	broadcaster.StartRecordingToSink(ctx.Done())
 	loop := disruption.New(mgr.GetClient(), mgr.GetAPIReader(), broadcaster.NewRecorder(scheme, "karpenter"), clock.RealClock{},
-		[]disruption.Method{&disruption.Drift{Simulator: sim}, &disruption.Emptiness{}},
+		[]disruption.Method{&disruption.Drift{Simulator: sim}, &disruption.Emptiness{},
+			&disruption.MultiNodeConsolidation{Consolidation: disruption.Consolidation{Simulator: sim, InstanceTypes: staticTypes(its)}},
+			&disruption.SingleNodeConsolidation{Consolidation: disruption.Consolidation{Simulator: sim, InstanceTypes: staticTypes(its)}}},
 		disruption.Options{ValidationDelay: 100 * time.Millisecond, PollInterval: 500 * time.Millisecond, ReplacementPoll: 200 * time.Millisecond})
 	if err := mgr.Add(loop); err != nil {
 		t.Fatal(err)
@@ -145,7 +147,12 @@ type world struct {
 	pool string
 }
 
+// newWorld's NodePool does not consolidate (consolidateAfter: Never).
 func newWorld(t *testing.T) *world {
+	return newWorldWith(t, karpv1.Disruption{ConsolidateAfter: karpv1.NeverDuration(), Budgets: []karpv1.Budget{{Nodes: "100%"}}})
+}
+
+func newWorldWith(t *testing.T, d karpv1.Disruption) *world {
 	w := &world{t: t, pool: "disr-" + rand.String(5)}
 	np := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: w.pool}, Spec: karpv1.NodePoolSpec{
 		Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
@@ -155,7 +162,7 @@ func newWorld(t *testing.T) *world {
 				{Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{"on-demand"}},
 			},
 		}},
-		Disruption: karpv1.Disruption{ConsolidateAfter: karpv1.NeverDuration(), Budgets: []karpv1.Budget{{Nodes: "100%"}}},
+		Disruption: d,
 	}}
 	w.create(np)
 	return w
@@ -235,6 +242,20 @@ func (w *world) replacements() []karpv1.NodeClaim {
 		}
 	}
 	return out
+}
+
+// consolidatable sets the NodeClaim's Consolidatable condition, as podevents does once
+// consolidateAfter has passed.
+func (w *world) consolidatable(name string) {
+	w.t.Helper()
+	nc := &karpv1.NodeClaim{}
+	if err := admin.Get(context.Background(), client.ObjectKey{Name: w.pool + "-" + name}, nc); err != nil {
+		w.t.Fatal(err)
+	}
+	meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: karpv1.ConditionTypeConsolidatable, Status: metav1.ConditionTrue, Reason: "Consolidatable"})
+	if err := admin.Status().Update(context.Background(), nc); err != nil {
+		w.t.Fatal(err)
+	}
 }
 
 func (w *world) exists(name string) bool {

@@ -1,0 +1,224 @@
+package disruption
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/cloudprovider"
+	"github.com/joinery-dev/joinery/internal/testpods"
+	"github.com/joinery-dev/joinery/scheduling"
+)
+
+var benchConsolidationLarge = flag.Bool("consolidation.large", false, "also run BenchmarkConsolidation at 2000 nodes")
+
+// consolidationCatalog is the provisioning benchmark's catalog (simulation/solver
+// bench_test.go): bench-i for i = 1..400 with i cpu, 2i GiB, 10i pods, price 0.1·cpu +
+// 0.1·GB, spot in zones 1-2 and on-demand in zones 1-3, nothing reserved.
+func consolidationCatalog() cloudprovider.InstanceTypes {
+	var its cloudprovider.InstanceTypes
+	for i := int64(1); i <= 400; i++ {
+		name := fmt.Sprintf("bench-%d", i)
+		memory := resource.NewQuantity(2*i<<30, resource.BinarySI)
+		price := 0.1*float64(i) + 0.1*float64(memory.Value())/1e9
+		its = append(its, &cloudprovider.InstanceType{
+			Name: name,
+			Requirements: scheduling.NewRequirements(
+				scheduling.NewRequirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, name),
+				scheduling.NewRequirement(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "amd64"),
+				scheduling.NewRequirement(corev1.LabelOSStable, corev1.NodeSelectorOpIn, "linux"),
+				scheduling.NewRequirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "zone-1", "zone-2", "zone-3"),
+				scheduling.NewRequirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeSpot, karpv1.CapacityTypeOnDemand),
+			),
+			Offerings: cloudprovider.Offerings{
+				cloudprovider.NewOffering("zone-1", karpv1.CapacityTypeSpot, price, true),
+				cloudprovider.NewOffering("zone-2", karpv1.CapacityTypeSpot, price, true),
+				cloudprovider.NewOffering("zone-1", karpv1.CapacityTypeOnDemand, price, true),
+				cloudprovider.NewOffering("zone-2", karpv1.CapacityTypeOnDemand, price, true),
+				cloudprovider.NewOffering("zone-3", karpv1.CapacityTypeOnDemand, price, true),
+			},
+			Capacity: corev1.ResourceList{
+				corev1.ResourceCPU:    *resource.NewQuantity(i, resource.DecimalSI),
+				corev1.ResourceMemory: *memory,
+				corev1.ResourcePods:   *resource.NewQuantity(10*i, resource.DecimalSI),
+			},
+		})
+	}
+	return its
+}
+
+// consolidationCluster is n on-demand nodes of bench-8, bench-16 and bench-32 over three
+// zones, each filled to a utilisation drawn from 30-60 % (fixed seed) with pods of four
+// Deployments: plain, a zonal spread, a hostname anti-affinity (one per node, groups of 50
+// nodes) and one under a PDB allowing one disruption. One NodePool, budget 10 %.
+func consolidationCluster(n int, its cloudprovider.InstanceTypes) *Cluster {
+	rng := rand.New(rand.NewPCG(3, 4))
+	c := &Cluster{NodePools: map[string]*karpv1.NodePool{}, Nodes: map[string]*corev1.Node{}, PodsByNode: map[string][]*corev1.Pod{}, NodeOf: map[string]*corev1.Node{}}
+	np := testNodePool("default", budgets(karpv1.Budget{Nodes: "10%"}))
+	c.NodePools[np.Name] = np
+	c.PDBs = append(c.PDBs, pdb("guarded", 1, map[string]string{"app": "guarded"}))
+	sizes := []int64{8, 16, 32}
+	for i := range n {
+		name := fmt.Sprintf("n%04d", i)
+		cpu := sizes[i%len(sizes)]
+		it := its[cpu-1]
+		nc, node := testNode(name, "default")
+		for _, labels := range []map[string]string{node.Labels, nc.Labels} {
+			labels[corev1.LabelTopologyZone] = fmt.Sprintf("zone-%d", 1+i%3)
+			labels[corev1.LabelOSStable] = "linux"
+			labels[corev1.LabelArchStable] = "amd64"
+			labels[karpv1.CapacityTypeLabelKey] = karpv1.CapacityTypeOnDemand
+			labels[corev1.LabelInstanceTypeStable] = it.Name
+		}
+		node.Status.Allocatable = it.Capacity
+		nc.Status.Capacity, nc.Status.Allocatable = it.Capacity, it.Capacity
+		c.NodeClaims = append(c.NodeClaims, nc)
+		c.Nodes[node.Name] = node
+		c.NodeOf[nc.Name] = node
+		budget := int64(float64(cpu*1000) * (0.3 + 0.3*rng.Float64())) // millicores
+		used := int64(0)
+		for j := 0; used < budget; j++ {
+			if j%4 == 0 && j > 0 {
+				continue // one anti-affine pod per node
+			}
+			var p *corev1.Pod
+			podName := fmt.Sprintf("%s-%d", name, j)
+			switch j % 4 {
+			case 0:
+				p = testpods.New("anti-"+podName, "1", "2Gi", testpods.Labelled("app", fmt.Sprintf("anti-%d", i/50)),
+					testpods.AntiAffine(corev1.LabelHostname, fmt.Sprintf("anti-%d", i/50)))
+				used += 1000
+			case 1:
+				p = testpods.New("spread-"+podName, "500m", "1Gi", testpods.Labelled("app", "spread"),
+					testpods.Spread(corev1.LabelTopologyZone, "spread", corev1.ScheduleAnyway))
+				used += 500
+			case 2:
+				p = testpods.New("guarded-"+podName, "1", "1Gi", testpods.Labelled("app", "guarded"))
+				used += 1000
+			default:
+				p = testpods.New("plain-"+podName, "250m", "512Mi", testpods.Labelled("app", "plain"))
+				used += 250
+			}
+			p.Namespace = "default"
+			p.UID = types.UID("pod-" + p.Name)
+			p.Spec.NodeName = node.Name
+			p.Status.Phase = corev1.PodRunning
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: p.Labels["app"], UID: types.UID("rs-" + p.Labels["app"]), Controller: ptr.To(true)}}
+			c.Pods = append(c.Pods, p)
+			c.PodsByNode[node.Name] = append(c.PodsByNode[node.Name], p)
+		}
+	}
+	return c
+}
+
+// countingSimulator counts simulations.
+type countingSimulator struct {
+	Simulator
+	n int
+}
+
+func (s *countingSimulator) Simulate(ctx context.Context, c *Cluster, cands []*Candidate) (*Simulation, error) {
+	s.n++
+	return s.Simulator.Simulate(ctx, c, cands)
+}
+
+// commandSavings is what the command saves per hour: the candidates' prices less the
+// replacement's cheapest instance type.
+func commandSavings(ctx context.Context, b testing.TB, prices *priceBook, its cloudprovider.InstanceTypes, cmd *Command) float64 {
+	saved := 0.0
+	for _, cand := range cmd.Candidates {
+		p, err := prices.nodePrice(ctx, cand)
+		if err != nil {
+			b.Fatal(err)
+		}
+		saved += p
+	}
+	for _, r := range cmd.Replacements {
+		reqs := scheduling.FromNodeSelectorRequirementsWithMinValues(r.Spec.Requirements...)
+		cheapest := 1e18
+		for _, name := range replacementTypes(r) {
+			for _, it := range its {
+				if it.Name == name {
+					cheapest = min(cheapest, it.CheapestPrice(reqs))
+				}
+			}
+		}
+		saved -= cheapest
+	}
+	return saved
+}
+
+// BenchmarkConsolidation measures one full consolidation decision over n nodes: multi-node
+// consolidation (binary search over the first 100 candidates within the budget) and then
+// single-node consolidation over the candidates in order, first success wins. It reports the
+// simulations run, the nodes each command removes and the cluster's cost per hour before and
+// after the multi-node command (the one the loop would execute).
+func BenchmarkConsolidation(b *testing.B) {
+	sizes := []int{100, 500, 1000}
+	if *benchConsolidationLarge {
+		sizes = append(sizes, 2000)
+	}
+	its := consolidationCatalog()
+	for _, n := range sizes {
+		c := consolidationCluster(n, its)
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			ctx := context.Background()
+			sim := &countingSimulator{Simulator: newSolverSimulator(b, its)}
+			base := Consolidation{Simulator: sim, InstanceTypes: benchTypes(its)}
+			multi, single := &MultiNodeConsolidation{Consolidation: base}, &SingleNodeConsolidation{Consolidation: base}
+			var multiCmd, singleCmd *Command
+			for b.Loop() {
+				sim.n = 0
+				for _, m := range []Method{multi, single} {
+					cands, _ := c.Candidates(m.Reason())
+					var mine []*Candidate
+					for _, cand := range cands {
+						if m.ShouldDisrupt(cand) {
+							mine = append(mine, cand)
+						}
+					}
+					allowed, _ := c.Allowed(m.Reason(), epoch)
+					cmd, _, err := m.ComputeCommand(ctx, c, allowed, mine)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if m == Method(multi) {
+						multiCmd = cmd
+					} else {
+						singleCmd = cmd
+					}
+				}
+			}
+			if multiCmd == nil || singleCmd == nil {
+				b.Fatalf("no consolidation found: multi %v, single %v", multiCmd, singleCmd)
+			}
+			verifyCommand(b, c, multiCmd, its)
+			verifyCommand(b, c, singleCmd, its)
+			prices := newPriceBook(benchTypes(its))
+			before := 0.0
+			cands, _ := c.Candidates(karpv1.DisruptionReasonUnderutilized)
+			for _, cand := range cands {
+				p, err := prices.nodePrice(ctx, cand)
+				if err != nil {
+					b.Fatal(err)
+				}
+				before += p
+			}
+			b.ReportMetric(float64(sim.n), "simulations/op")
+			b.ReportMetric(float64(len(multiCmd.Candidates)), "multi-removed")
+			b.ReportMetric(float64(len(multiCmd.Replacements)), "multi-replacements")
+			b.ReportMetric(float64(len(singleCmd.Candidates)), "single-removed")
+			b.ReportMetric(before, "cost-before/h")
+			b.ReportMetric(before-commandSavings(ctx, b, prices, its, multiCmd), "cost-after-multi/h")
+		})
+	}
+}

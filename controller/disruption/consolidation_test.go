@@ -1,0 +1,401 @@
+package disruption
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/cloudprovider"
+	"github.com/joinery-dev/joinery/cloudprovider/kwok/catalog"
+	"github.com/joinery-dev/joinery/simulation"
+	"github.com/joinery-dev/joinery/simulation/solver"
+)
+
+// testCatalog: small (2 cpu), medium (4 cpu), large (8 cpu) in test-zone-a, on-demand at
+// 0.1 per cpu-pair and spot at 30 % of that; spotTypes more 2-cpu types ("tiny-N") with spot
+// offerings only, cheaper than small's spot.
+func testCatalog(t testing.TB, spotTypes int) cloudprovider.InstanceTypes {
+	t.Helper()
+	f := &catalog.File{}
+	for i, name := range []string{"small", "medium", "large"} {
+		cpu := int64(2) << i
+		od := 0.1 * float64(cpu) / 2
+		f.InstanceTypes = append(f.InstanceTypes, catalog.InstanceType{Name: name, Arch: "amd64", OperatingSystems: []string{"linux"},
+			CPU: cpu, MemoryMiB: cpu * 2048, Pods: 58, Offerings: []catalog.Offering{
+				{Zone: "test-zone-a", CapacityType: karpv1.CapacityTypeOnDemand, Price: od},
+				{Zone: "test-zone-a", CapacityType: karpv1.CapacityTypeSpot, Price: od * 0.3},
+			}})
+	}
+	for i := range spotTypes {
+		f.InstanceTypes = append(f.InstanceTypes, catalog.InstanceType{Name: fmt.Sprintf("tiny-%02d", i), Arch: "amd64", OperatingSystems: []string{"linux"},
+			CPU: 2, MemoryMiB: 4096, Pods: 58, Offerings: []catalog.Offering{
+				{Zone: "test-zone-a", CapacityType: karpv1.CapacityTypeSpot, Price: 0.01 + 0.0001*float64(i)},
+			}})
+	}
+	its, err := f.Build(catalog.BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return its
+}
+
+// newSolverSimulator is the real solver over its.
+func newSolverSimulator(t testing.TB, its cloudprovider.InstanceTypes) *SolverSimulator {
+	t.Helper()
+	profile, err := simulation.DefaultProfile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	clientset := fake.NewClientset()
+	factory := informers.NewSharedInformerFactory(clientset, 0)
+	view := &View{}
+	s, err := solver.New(ctx, solver.Options{State: view, InstanceTypes: benchTypes(its), Profile: profile,
+		Framework: simulation.FrameworkOptions{Client: clientset, InformerFactory: factory}, Unavailable: view.Unavailable})
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	return NewSolverSimulator(s, view, nil)
+}
+
+// typed makes the node one of the catalog's types, with the type's allocatable.
+func typed(its cloudprovider.InstanceTypes, name, capacityType string) ncOption {
+	return func(nc *karpv1.NodeClaim, n *corev1.Node) {
+		i := slices.IndexFunc(its, func(it *cloudprovider.InstanceType) bool { return it.Name == name })
+		alloc := its[i].Allocatable()
+		n.Status.Allocatable, nc.Status.Allocatable, nc.Status.Capacity = alloc, alloc, its[i].Capacity
+		for _, labels := range []map[string]string{n.Labels, nc.Labels} {
+			labels[corev1.LabelInstanceTypeStable] = name
+			labels[karpv1.CapacityTypeLabelKey] = capacityType
+			labels[corev1.LabelTopologyZone] = "test-zone-a"
+			labels[corev1.LabelOSStable] = "linux"
+			labels[corev1.LabelArchStable] = "amd64"
+		}
+	}
+}
+
+func allowSpot(np *karpv1.NodePool) {
+	np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements, karpv1.NodeSelectorRequirementWithMinValues{
+		Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{karpv1.CapacityTypeSpot, karpv1.CapacityTypeOnDemand}})
+}
+
+func onDemandOnly(np *karpv1.NodePool) {
+	np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements, karpv1.NodeSelectorRequirementWithMinValues{
+		Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{karpv1.CapacityTypeOnDemand}})
+}
+
+var allBudget = budgets(karpv1.Budget{Nodes: "100%"})
+
+func cpuPod(name, node, cpu string) *corev1.Pod {
+	p := testPod(name, node)
+	p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse(cpu)
+	return p
+}
+
+func priceOf(its cloudprovider.InstanceTypes, name, capacityType string) float64 {
+	for _, it := range its {
+		if it.Name == name {
+			for _, o := range it.Offerings {
+				if o.CapacityType() == capacityType {
+					return o.Price
+				}
+			}
+		}
+	}
+	return -1
+}
+
+func TestConsolidation(t *testing.T) {
+	type node struct {
+		name, itype, capacityType string
+		pods                      []string // cpu requests
+	}
+	tests := []struct {
+		name       string
+		multi      bool
+		spotToSpot bool
+		spotTypes  int
+		pool       []npOption
+		nodes      []node
+		// want: candidates of the command ("" none), decision, and for a replace the
+		// replacement's capacity types.
+		want, decision, capacity string
+		// types the replacement may not list, and how many it must list (0: any)
+		notTypes  []string
+		typeCount int
+		blocked   string // message of the first Unconsolidatable, "" to not check
+	}{
+		{name: "single: delete when the pods fit on another node", pool: []npOption{onDemandOnly},
+			nodes: []node{{"a", "large", "on-demand", []string{"500m"}}, {"b", "large", "on-demand", []string{"500m", "500m"}}},
+			want:  "a", decision: "delete"},
+		{name: "single: replace with a cheaper type, never the same one", pool: []npOption{onDemandOnly},
+			nodes: []node{{"a", "large", "on-demand", []string{"500m"}}},
+			want:  "a", decision: "replace", capacity: "on-demand", notTypes: []string{"large"}},
+		{name: "single: nothing cheaper fits", pool: []npOption{onDemandOnly},
+			nodes:   []node{{"a", "small", "on-demand", []string{"1"}}},
+			blocked: msgNoCheaper},
+		{name: "multi: two nodes replaced by one cheaper node", multi: true, pool: []npOption{onDemandOnly, allBudget},
+			nodes: []node{{"a", "medium", "on-demand", []string{"500m"}}, {"b", "medium", "on-demand", []string{"500m"}}},
+			want:  "a,b", decision: "replace", capacity: "on-demand", notTypes: []string{"medium", "large"}},
+		{name: "multi: largest prefix deleted", multi: true, pool: []npOption{onDemandOnly, allBudget},
+			nodes: []node{{"a", "large", "on-demand", []string{"500m"}}, {"b", "large", "on-demand", []string{"500m"}}, {"c", "large", "on-demand", []string{"1", "1", "1", "1"}}},
+			want:  "a,b", decision: "delete"},
+		{name: "spot: deleting a spot node is allowed without the gate",
+			nodes: []node{{"a", "large", "spot", []string{"500m"}}, {"b", "large", "spot", []string{"1", "1"}}},
+			want:  "a", decision: "delete"},
+		{name: "spot: no spot-to-spot replacement without the gate", pool: []npOption{allowSpot},
+			nodes:   []node{{"a", "large", "spot", []string{"500m"}}},
+			blocked: msgSpotToSpotOff},
+		{name: "spot: single-node spot-to-spot needs 15 cheaper types", spotToSpot: true, spotTypes: 3, pool: []npOption{allowSpot},
+			nodes:   []node{{"a", "large", "spot", []string{"500m"}}},
+			blocked: "SpotToSpotConsolidation requires 15 cheaper instance type options than the current candidate to consolidate, got 5"},
+		{name: "spot: single-node spot-to-spot launches the 15 cheapest", spotToSpot: true, spotTypes: 20, pool: []npOption{allowSpot},
+			nodes: []node{{"a", "large", "spot", []string{"500m"}}},
+			want:  "a", decision: "replace", capacity: "spot", notTypes: []string{"large", "small", "medium"}, typeCount: 15},
+		{name: "spot: multi-node spot-to-spot does not need 15 types", multi: true, spotToSpot: true, pool: []npOption{allowSpot, allBudget},
+			nodes: []node{{"a", "medium", "spot", []string{"500m"}}, {"b", "medium", "spot", []string{"500m"}}},
+			want:  "a,b", decision: "replace", capacity: "spot", notTypes: []string{"medium"}},
+		{name: "on-demand to spot when the NodePool allows spot", pool: []npOption{allowSpot},
+			nodes: []node{{"a", "small", "on-demand", []string{"1"}}},
+			want:  "a", decision: "replace", capacity: "on-demand,spot", notTypes: []string{"small"}},
+		{name: "budget allows nothing", pool: []npOption{onDemandOnly, budgets(karpv1.Budget{Nodes: "0"})},
+			nodes:   []node{{"a", "large", "on-demand", []string{"500m"}}},
+			blocked: "Cannot disrupt Node: no allowed disruptions for reason Underutilized in nodepool default (disruption budget)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			its := testCatalog(t, tt.spotTypes)
+			objs := []client.Object{testNodePool("default", tt.pool...)}
+			for _, n := range tt.nodes {
+				objs = append(objs, pair(testNode(n.name, "default", typed(its, n.itype, n.capacityType)))...)
+				for i, cpu := range n.pods {
+					objs = append(objs, cpuPod(fmt.Sprintf("%s-%d", n.name, i), "node-"+n.name, cpu))
+				}
+			}
+			cluster, _ := loadCluster(t, objs...)
+			base := Consolidation{Simulator: newSolverSimulator(t, its), InstanceTypes: benchTypes(its), SpotToSpot: tt.spotToSpot}
+			var m Method = &SingleNodeConsolidation{Consolidation: base}
+			if tt.multi {
+				m = &MultiNodeConsolidation{Consolidation: base}
+			}
+			cands, _ := cluster.Candidates(m.Reason())
+			allowed, _ := cluster.Allowed(m.Reason(), epoch)
+			cmd, blocked, err := m.ComputeCommand(context.Background(), cluster, allowed, cands)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			if cmd != nil {
+				got = strings.Join(cmd.CandidateNames(), ",")
+			}
+			if got != tt.want {
+				t.Fatalf("command = %q, want %q (blocked %+v)", got, tt.want, blocked)
+			}
+			if tt.blocked != "" && (len(blocked) == 0 || blocked[0].Message != tt.blocked) {
+				t.Errorf("blocked = %+v, want first %q", blocked, tt.blocked)
+			}
+			if cmd == nil {
+				return
+			}
+			if string(cmd.Decision()) != tt.decision || cmd.Reason != karpv1.DisruptionReasonUnderutilized {
+				t.Fatalf("decision %s reason %s, want %s Underutilized", cmd.Decision(), cmd.Reason, tt.decision)
+			}
+			verifyCommand(t, cluster, cmd, its)
+			if cmd.Decision() == DecisionDelete {
+				return
+			}
+			r := cmd.Replacements[0]
+			types := replacementTypes(r)
+			removed := 0.0
+			for _, cand := range cmd.Candidates {
+				removed += priceOf(its, cand.Node.Labels[corev1.LabelInstanceTypeStable], cand.Node.Labels[karpv1.CapacityTypeLabelKey])
+			}
+			for _, name := range types {
+				if slices.Contains(tt.notTypes, name) {
+					t.Errorf("replacement lists %s (types %v)", name, types)
+				}
+				cheapest := 1e9
+				for _, ct := range []string{karpv1.CapacityTypeOnDemand, karpv1.CapacityTypeSpot} {
+					if p := priceOf(its, name, ct); p >= 0 && p < cheapest && strings.Contains(tt.capacity, ct) {
+						cheapest = p
+					}
+				}
+				if cheapest >= removed {
+					t.Errorf("replacement type %s costs %v, not less than the %v removed", name, cheapest, removed)
+				}
+			}
+			if tt.typeCount > 0 && len(types) != tt.typeCount {
+				t.Errorf("replacement lists %d types, want %d", len(types), tt.typeCount)
+			}
+			var capacity []string
+			for _, req := range r.Spec.Requirements {
+				if req.Key == karpv1.CapacityTypeLabelKey {
+					capacity = slices.Sorted(slices.Values(req.Values))
+				}
+			}
+			if strings.Join(capacity, ",") != tt.capacity {
+				t.Errorf("replacement capacity types %v, want %s", capacity, tt.capacity)
+			}
+		})
+	}
+}
+
+func TestConsolidationShouldDisrupt(t *testing.T) {
+	whenEmpty := testNodePool("default")
+	whenEmpty.Spec.Disruption.ConsolidationPolicy = karpv1.ConsolidationPolicyWhenEmpty
+	never := testNodePool("default")
+	never.Spec.Disruption.ConsolidateAfter = karpv1.NeverDuration()
+	tests := []struct {
+		name string
+		np   *karpv1.NodePool
+		opts []ncOption
+		want bool
+	}{
+		{name: "WhenEmptyOrUnderutilized, consolidatable", np: testNodePool("default"), want: true},
+		{name: "WhenEmpty leaves underutilized nodes alone", np: whenEmpty},
+		{name: "consolidateAfter Never", np: never},
+		{name: "consolidateAfter not passed yet", np: testNodePool("default"), opts: []ncOption{func(nc *karpv1.NodeClaim, _ *corev1.Node) {
+			nc.Status.Conditions = nc.Status.Conditions[:1]
+		}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			nc, node := testNode("a", "default", tt.opts...)
+			cand := &Candidate{NodeClaim: nc, Node: node, NodePool: tt.np, Pods: []*corev1.Pod{testPod("web", node.Name)}}
+			for _, m := range []Method{&MultiNodeConsolidation{}, &SingleNodeConsolidation{}} {
+				if got := m.ShouldDisrupt(cand); got != tt.want {
+					t.Errorf("%s: ShouldDisrupt = %v, want %v", m.Name(), got, tt.want)
+				}
+			}
+		})
+	}
+}
+
+func TestDisruptionCostOrder(t *testing.T) {
+	withPods := func(name string, pods ...*corev1.Pod) *Candidate {
+		nc, node := testNode(name, "default")
+		nc.CreationTimestamp = metav1.NewTime(epoch)
+		return &Candidate{NodeClaim: nc, Node: node, NodePool: testNodePool("default"), Pods: pods}
+	}
+	priority := func(p int32) *corev1.Pod { pod := testPod("p", ""); pod.Spec.Priority = ptr.To(p); return pod }
+	deletionCost := func(v string) *corev1.Pod {
+		pod := testPod("p", "")
+		pod.Annotations = map[string]string{PodDeletionCostAnnotationKey: v}
+		return pod
+	}
+	expiring := withPods("expiring", testPod("x", ""), testPod("y", ""))
+	expiring.NodeClaim.Spec.ExpireAfter = karpv1.DurationOf(10 * time.Hour)
+	tests := []struct {
+		name  string
+		cands []*Candidate
+		want  string
+	}{
+		{name: "fewer pods first", cands: []*Candidate{withPods("two", testPod("x", ""), testPod("y", "")), withPods("one", testPod("x", ""))}, want: "one,two"},
+		{name: "lower priority first", cands: []*Candidate{withPods("high", priority(1<<30)), withPods("low", priority(0))}, want: "low,high"},
+		{name: "lower pod-deletion-cost first", cands: []*Candidate{withPods("costly", deletionCost("1000000000")), withPods("cheap", deletionCost("-5"))}, want: "cheap,costly"},
+		{name: "expiring sooner first", cands: []*Candidate{withPods("lasting", testPod("x", "")), expiring}, want: "expiring,lasting"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// 9 of expiring's 10 hours have passed: its two pods cost 0.2.
+			c := &Consolidation{}
+			if got := strings.Join(names(c.order(tt.cands, epoch.Add(9*time.Hour))), ","); got != tt.want {
+				t.Errorf("order = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestConsolidationTimeout: a clock that jumps 40 s per look runs out of the one-minute budget
+// after the first probe of the binary search; that probe's command is used and the timeout is
+// counted.
+func TestConsolidationTimeout(t *testing.T) {
+	its := testCatalog(t, 0)
+	objs := []client.Object{testNodePool("default", onDemandOnly, allBudget)}
+	for _, n := range []string{"a", "b", "c", "d"} {
+		objs = append(objs, pair(testNode(n, "default", typed(its, "large", "on-demand")))...)
+		objs = append(objs, cpuPod("web-"+n, "node-"+n, "500m"))
+	}
+	cluster, _ := loadCluster(t, objs...)
+	now := epoch
+	clock := func() time.Time { now = now.Add(40 * time.Second); return now }
+	m := &MultiNodeConsolidation{Consolidation{Simulator: newSolverSimulator(t, its), InstanceTypes: benchTypes(its), Now: clock}}
+	before := testutil.ToFloat64(consolidationTimeouts.WithLabelValues(ConsolidationTypeMulti))
+	cands, _ := cluster.Candidates(m.Reason())
+	allowed, _ := cluster.Allowed(m.Reason(), epoch)
+	cmd, _, err := m.ComputeCommand(context.Background(), cluster, allowed, cands)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cmd == nil || len(cmd.Candidates) != 3 {
+		t.Fatalf("command = %v, want the first probe's three candidates", cmd)
+	}
+	if got := testutil.ToFloat64(consolidationTimeouts.WithLabelValues(ConsolidationTypeMulti)) - before; got != 1 {
+		t.Errorf("timeouts counted %v, want 1", got)
+	}
+}
+
+// TestUnconsolidatableEvents: a node a PDB holds gets Unconsolidatable naming the PDB, a node
+// with nothing cheaper gets "can't replace with a lower-priced node"; a WhenEmpty node gets
+// none.
+func TestUnconsolidatableEvents(t *testing.T) {
+	its := testCatalog(t, 0)
+	whenEmpty := testNodePool("lazy", onDemandOnly)
+	whenEmpty.Spec.Disruption.ConsolidationPolicy = karpv1.ConsolidationPolicyWhenEmpty
+	objs := []client.Object{testNodePool("default", onDemandOnly), whenEmpty}
+	objs = append(objs, pair(testNode("held", "default", typed(its, "small", "on-demand")))...)
+	objs = append(objs, pair(testNode("snug", "default", typed(its, "small", "on-demand")))...)
+	objs = append(objs, pair(testNode("lazy", "lazy", typed(its, "small", "on-demand")))...)
+	objs = append(objs, cpuPod("inflate", "node-held", "500m"), cpuPod("snug", "node-snug", "1500m"), cpuPod("idle", "node-lazy", "500m"),
+		pdb("inflate-pdb", 0, map[string]string{"app": "inflate"}))
+	c := newClient(t, objs...)
+	cluster, err := LoadCluster(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := events.NewFakeRecorder(100)
+	base := Consolidation{Simulator: newSolverSimulator(t, its), InstanceTypes: benchTypes(its)}
+	ctrl := New(c, c, rec, clocktesting.NewFakeClock(epoch), nil, Options{})
+	m := &SingleNodeConsolidation{Consolidation: base}
+	cmd, err := ctrl.compute(context.Background(), cluster, m, epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cmd != nil {
+		t.Fatalf("command %s, want none", cmd)
+	}
+	close(rec.Events)
+	var got []string
+	for e := range rec.Events {
+		if strings.Contains(e, EventUnconsolidatable) {
+			got = append(got, e)
+		}
+	}
+	all := strings.Join(got, "\n")
+	for _, want := range []string{"pdb default/inflate-pdb prevents pod evictions", msgNoCheaper} {
+		if !strings.Contains(all, want) {
+			t.Errorf("Unconsolidatable events %q lack %q", all, want)
+		}
+	}
+	if strings.Contains(all, "lazy") || len(got) != 4 {
+		t.Errorf("want 4 events (node and nodeclaim of held and snug), got %q", all)
+	}
+}
