@@ -70,9 +70,9 @@ func (c *Config) New(ctx context.Context, opts plugin.PlannerOptions) (simulatio
 			Client:          opts.Handle.ClientSet(),
 			InformerFactory: factory,
 		},
-		PreferencePolicy: solver.PreferencePolicy(opts.Args.PreferencePolicy),
-		MinValuesPolicy:  solver.MinValuesPolicy(opts.Args.MinValuesPolicy),
-		MaxInstanceTypes: int(opts.Args.MaxInstanceTypes),
+		PreferencePolicy: opts.Args.PreferencePolicy,
+		MinValuesPolicy:  opts.Args.MinValuesPolicy,
+		MaxInstanceTypes: opts.Args.MaxInstanceTypes,
 		Unavailable:      unavailable.contains,
 	})
 	if err != nil {
