@@ -66,8 +66,8 @@ var (
 	_ fwk.EnqueueExtensions = &Plugin{}
 )
 
-// dependencies are what the plugin factory takes from the framework handle, separated so tests can build a
-// Plugin without a running scheduler.
+// dependencies are what the plugin factory takes from the framework handle, separated so
+// tests can build a Plugin without a running scheduler.
 type dependencies struct {
 	clock     clock.WithDelayedExecution
 	pods      corelisters.PodLister
