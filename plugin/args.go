@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,34 +13,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"sigs.k8s.io/yaml"
+
+	"github.com/joinery-dev/joinery/simulation/solver"
 )
 
-// PreferencePolicy says how the solver treats a pod's preferences (preferred node affinity,
-// preferred pod (anti-)affinity, ScheduleAnyway spread).
-type PreferencePolicy string
-
-const (
-	// PreferencePolicyRespect tries preferences as if required, relaxing them one at a time.
-	PreferencePolicyRespect PreferencePolicy = "Respect"
-	// PreferencePolicyIgnore drops preferences when deciding capacity.
-	PreferencePolicyIgnore PreferencePolicy = "Ignore"
-)
-
-// MinValuesPolicy says what the solver does when a NodePool's minValues cannot be met.
-type MinValuesPolicy string
-
-const (
-	// MinValuesPolicyStrict leaves the pods unschedulable for that NodePool.
-	MinValuesPolicyStrict MinValuesPolicy = "Strict"
-	// MinValuesPolicyBestEffort relaxes minValues to what the offerings allow.
-	MinValuesPolicyBestEffort MinValuesPolicy = "BestEffort"
-)
-
-// Defaults of ProvisionerArgs.
+// Defaults of ProvisionerArgs; the provisioning policies' are the solver's
+// (solver.DefaultPreferencePolicy, DefaultMinValuesPolicy, DefaultMaxInstanceTypes).
 const (
 	DefaultBatchIdleDuration = time.Second
 	DefaultBatchMaxDuration  = 10 * time.Second
-	DefaultMaxInstanceTypes  = 60
 	DefaultPlanHoldDuration  = 5 * time.Minute
 	DefaultPlanTimeout       = time.Minute
 	DefaultQuarantine        = 10 * time.Minute
@@ -63,9 +45,10 @@ type ProvisionerArgs struct {
 	// BatchIdleDuration closes a batch when no pod joined it for this long.
 	BatchIdleDuration metav1.Duration `json:"batchIdleDuration"`
 	// BatchMaxDuration closes a batch this long after its first pod, however busy.
-	BatchMaxDuration metav1.Duration  `json:"batchMaxDuration"`
-	PreferencePolicy PreferencePolicy `json:"preferencePolicy"`
-	MinValuesPolicy  MinValuesPolicy  `json:"minValuesPolicy"`
+	BatchMaxDuration metav1.Duration `json:"batchMaxDuration"`
+	// PreferencePolicy and MinValuesPolicy go to the solver as they are (solver.Options).
+	PreferencePolicy solver.PreferencePolicy `json:"preferencePolicy"`
+	MinValuesPolicy  solver.MinValuesPolicy  `json:"minValuesPolicy"`
 	// MaxInstanceTypes bounds the instance types a NodeClaim lists (more if minValues needs).
 	MaxInstanceTypes int `json:"maxInstanceTypes"`
 	// SchedulerNames are the schedulerNames of the pods this profile provisions for; default
@@ -136,13 +119,13 @@ func (a *ProvisionerArgs) Default(profileName string) {
 		a.BatchMaxDuration.Duration = DefaultBatchMaxDuration
 	}
 	if a.PreferencePolicy == "" {
-		a.PreferencePolicy = PreferencePolicyRespect
+		a.PreferencePolicy = solver.DefaultPreferencePolicy
 	}
 	if a.MinValuesPolicy == "" {
-		a.MinValuesPolicy = MinValuesPolicyStrict
+		a.MinValuesPolicy = solver.DefaultMinValuesPolicy
 	}
 	if a.MaxInstanceTypes == 0 {
-		a.MaxInstanceTypes = DefaultMaxInstanceTypes
+		a.MaxInstanceTypes = solver.DefaultMaxInstanceTypes
 	}
 	if a.PlanHoldDuration.Duration == 0 {
 		a.PlanHoldDuration.Duration = DefaultPlanHoldDuration
@@ -170,17 +153,11 @@ func (a *ProvisionerArgs) Validate(path *field.Path) field.ErrorList {
 	} else if idle > max {
 		errs = append(errs, field.Invalid(path.Child("batchMaxDuration"), max.String(), "must not be shorter than batchIdleDuration ("+idle.String()+")"))
 	}
-	switch a.PreferencePolicy {
-	case PreferencePolicyRespect, PreferencePolicyIgnore:
-	default:
-		errs = append(errs, field.NotSupported(path.Child("preferencePolicy"), a.PreferencePolicy,
-			[]PreferencePolicy{PreferencePolicyRespect, PreferencePolicyIgnore}))
+	if valid := solver.PreferencePolicies(); !slices.Contains(valid, a.PreferencePolicy) {
+		errs = append(errs, field.NotSupported(path.Child("preferencePolicy"), a.PreferencePolicy, valid))
 	}
-	switch a.MinValuesPolicy {
-	case MinValuesPolicyStrict, MinValuesPolicyBestEffort:
-	default:
-		errs = append(errs, field.NotSupported(path.Child("minValuesPolicy"), a.MinValuesPolicy,
-			[]MinValuesPolicy{MinValuesPolicyStrict, MinValuesPolicyBestEffort}))
+	if valid := solver.MinValuesPolicies(); !slices.Contains(valid, a.MinValuesPolicy) {
+		errs = append(errs, field.NotSupported(path.Child("minValuesPolicy"), a.MinValuesPolicy, valid))
 	}
 	if hold := a.PlanHoldDuration.Duration; hold <= 0 {
 		errs = append(errs, field.Invalid(path.Child("planHoldDuration"), hold.String(), "must be positive"))

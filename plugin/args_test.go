@@ -8,14 +8,16 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/joinery-dev/joinery/simulation/solver"
 )
 
 func TestDecodeArgs(t *testing.T) {
 	defaults := ProvisionerArgs{
 		BatchIdleDuration:  metav1.Duration{Duration: time.Second},
 		BatchMaxDuration:   metav1.Duration{Duration: 10 * time.Second},
-		PreferencePolicy:   PreferencePolicyRespect,
-		MinValuesPolicy:    MinValuesPolicyStrict,
+		PreferencePolicy:   solver.PreferenceRespect,
+		MinValuesPolicy:    solver.MinValuesStrict,
 		MaxInstanceTypes:   60,
 		SchedulerNames:     []string{"joinery"},
 		PlanHoldDuration:   metav1.Duration{Duration: 5 * time.Minute},
@@ -40,8 +42,8 @@ func TestDecodeArgs(t *testing.T) {
 			want: ProvisionerArgs{
 				BatchIdleDuration:  metav1.Duration{Duration: 2 * time.Second},
 				BatchMaxDuration:   metav1.Duration{Duration: 30 * time.Second},
-				PreferencePolicy:   PreferencePolicyIgnore,
-				MinValuesPolicy:    MinValuesPolicyBestEffort,
+				PreferencePolicy:   solver.PreferenceIgnore,
+				MinValuesPolicy:    solver.MinValuesBestEffort,
 				MaxInstanceTypes:   100,
 				SchedulerNames:     []string{"a", "b"},
 				PlanHoldDuration:   metav1.Duration{Duration: 2 * time.Minute},
@@ -51,7 +53,7 @@ func TestDecodeArgs(t *testing.T) {
 		{name: "yaml content", obj: &runtime.Unknown{ContentType: runtime.ContentTypeYAML, Raw: []byte("batchIdleDuration: 500ms\npreferencePolicy: Ignore\n")},
 			want: with(func(a *ProvisionerArgs) {
 				a.BatchIdleDuration.Duration = 500 * time.Millisecond
-				a.PreferencePolicy = PreferencePolicyIgnore
+				a.PreferencePolicy = solver.PreferenceIgnore
 			})},
 		{name: "unknown field", obj: &runtime.Unknown{Raw: []byte(`{"batchIdle":"2s"}`)}, wantErr: []string{"JoineryProvisioner args", `unknown field "batchIdle"`}},
 		{name: "not a duration", obj: &runtime.Unknown{Raw: []byte(`{"batchMaxDuration":"soon"}`)}, wantErr: []string{"JoineryProvisioner args"}},

@@ -24,9 +24,11 @@
 // Unschedulable condition. Pods of the profile itself are also picked up that way when the
 // cluster has no node at all, since kube-scheduler skips PostFilter then.
 //
-// Reserve takes a pod that found existing capacity out of the plan; Unreserve, after a failed
-// bind, puts it back.
+// PreFilter and Filter hold a pod that waits for a NodeClaim to that NodeClaim's node, so it
+// does not take a node planned for another pod. Reserve takes a pod that found existing
+// capacity out of the plan; Unreserve, after a failed bind, puts it back.
 //
-// Temporary state: the solver is injected through NewPlanner. Until it is set, the plugin
-// logs that provisioning is disabled and only reports pods as pending.
+// The solver is not imported here: the binary passes a PlannerFactory to New
+// (plugin/planner builds joinery's solver). A plugin built without one logs that provisioning
+// is disabled and only reports pods as pending.
 package plugin

@@ -17,11 +17,6 @@ type Leadership interface {
 	Leading() <-chan struct{}
 }
 
-// Leader gates provisioning. cmd/joinery-scheduler sets it to a LeaderGate before the
-// scheduler builds its profiles; nil (a scheduler without leader election, tests) means this
-// process always leads.
-var Leader Leadership
-
 // LeaderGate is a Leadership that learns of leadership from kube-scheduler's own leader
 // election: Observe wraps the election's lock, and the gate opens when this process writes
 // itself into the lease as its holder.

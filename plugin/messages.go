@@ -22,7 +22,7 @@ func quarantinedMessage(until time.Time) string {
 
 func batchingMessage(pods int) string { return fmt.Sprintf("provisioning: batching %d pod(s)", pods) }
 
-// disabledMessage is the temporary state of a build without a solver (see NewPlanner).
+// disabledMessage is what a plugin built without a planner factory says (Options.NewPlanner).
 const disabledMessage = "provisioning disabled: no solver is registered in this joinery-scheduler"
 
 // shownInstanceTypes is how many instance types a log line names before summarising.

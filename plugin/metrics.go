@@ -29,8 +29,8 @@ var (
 
 var registerMetrics sync.Once
 
-// RegisterMetrics registers the plugin's metrics with the registry kube-scheduler serves. New
-// calls it; calling it again does nothing.
+// RegisterMetrics registers the plugin's metrics with the registry kube-scheduler serves. The
+// plugin factory calls it; calling it again does nothing.
 func RegisterMetrics() {
 	registerMetrics.Do(func() {
 		legacyregistry.MustRegister(solverPanics, planTimeouts)

@@ -2,7 +2,6 @@ package plugin
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -11,11 +10,13 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/joinery-dev/joinery/apis"
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/simulation"
 )
 
 // CacheSyncer is a planner whose cluster view comes from informers: the plugin waits for it
@@ -24,14 +25,31 @@ type CacheSyncer interface {
 	WaitForCacheSync(ctx context.Context) bool
 }
 
-// New is the plugin factory kube-scheduler calls for each profile that enables the plugin
-// (cmd/joinery-scheduler registers it with app.WithPlugin(Name, New)). Invalid args make it
-// fail, which stops the scheduler with the validation message.
+// Options are what a binary wires into the plugin: the out-of-tree convention passes them in
+// the factory's closure rather than through package variables.
+type Options struct {
+	// NewPlanner builds each profile's solver; nil leaves provisioning disabled, and pods are
+	// only reported as pending (disabledMessage).
+	NewPlanner PlannerFactory
+	// Leader gates provisioning; nil (a scheduler without leader election, tests) means this
+	// process always leads.
+	Leader Leadership
+}
+
+// New returns the plugin factory kube-scheduler calls for each profile that enables the plugin
+// (cmd/joinery-scheduler registers it with app.WithPlugin(Name, New(opts))). Invalid args make
+// it fail, which stops the scheduler with the validation message.
 //
-// It watches pods through the scheduler's informer factory and NodeClaims through its own
-// cache over the scheduler's kubeconfig, builds the solver with NewPlanner, and provisions in
-// the background until ctx ends.
-func New(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin, error) {
+// The plugin watches pods through the scheduler's informer factory and NodeClaims through its
+// own cache over the scheduler's kubeconfig, builds the solver with opts.NewPlanner, and
+// provisions in the background until ctx ends.
+func New(opts Options) frameworkruntime.PluginFactory {
+	return func(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin, error) {
+		return opts.build(ctx, obj, handle)
+	}
+}
+
+func (o Options) build(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin, error) {
 	args, err := DecodeArgs(obj, handle.ProfileName())
 	if err != nil {
 		return nil, err
@@ -65,12 +83,10 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin
 		return nil, fmt.Errorf("%s: building the NodeClaim cache: %w", Name, err)
 	}
 
-	planner, err := NewPlanner(ctx, PlannerOptions{Handle: handle, Args: args, Client: c, Cache: nodeClaims})
-	switch {
-	case errors.Is(err, ErrNoPlanner):
-		logger.Info("provisioning is disabled: pods are only reported as pending", "reason", err.Error())
-		planner = nil
-	case err != nil:
+	var planner simulation.Planner
+	if o.NewPlanner == nil {
+		logger.Info("provisioning is disabled: pods are only reported as pending", "reason", "no planner factory")
+	} else if planner, err = o.NewPlanner(ctx, PlannerOptions{Handle: handle, Args: args, Client: c, Cache: nodeClaims}); err != nil {
 		return nil, fmt.Errorf("%s: building the solver: %w", Name, err)
 	}
 
@@ -88,7 +104,7 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin
 		recorder:  handle.EventRecorder(),
 		client:    c,
 		planner:   planner,
-		leader:    Leader,
+		leader:    o.Leader,
 	})
 
 	podsWatched, err := podInformer.Informer().AddEventHandler(p.podHandler(ctx))

@@ -2,7 +2,6 @@ package plugin
 
 import (
 	"context"
-	"errors"
 
 	fwk "k8s.io/kube-scheduler/framework"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,18 +24,7 @@ type PlannerOptions struct {
 	Cache client.Reader
 }
 
-// PlannerFactory builds the solver for one scheduler profile.
+// PlannerFactory builds the solver for one scheduler profile. The binary passes it to New, so
+// the plugin does not depend on how a solver is built (plugin/planner builds joinery's; tests
+// pass fakes).
 type PlannerFactory func(ctx context.Context, opts PlannerOptions) (simulation.Planner, error)
-
-// ErrNoPlanner is what NewPlanner returns until a solver is registered.
-var ErrNoPlanner = errors.New("no solver is registered (plugin.NewPlanner is unset)")
-
-// NewPlanner builds the solver. cmd/joinery-scheduler sets it before the scheduler starts;
-// the plugin never imports the solver, so it can be replaced (tests, other solvers) without
-// editing the plugin.
-//
-// Temporary state: until the solver lands, NewPlanner returns ErrNoPlanner, the plugin logs
-// that provisioning is disabled, and pods are only reported as pending (disabledMessage).
-var NewPlanner PlannerFactory = func(context.Context, PlannerOptions) (simulation.Planner, error) {
-	return nil, ErrNoPlanner
-}

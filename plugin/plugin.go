@@ -37,10 +37,12 @@ type Plugin struct {
 	nominator fwk.PodNominator
 	recorder  events.EventRecorder
 	client    client.Client
-	// planner is nil when no solver is registered: pods are then only reported as pending.
+	// planner is nil when the plugin was built without a planner factory: pods are then only
+	// reported as pending.
 	planner simulation.Planner
 	batcher *Batcher
-	// ctx is the plugin's lifetime (New's context), for work that outlives a scheduling cycle.
+	// ctx is the plugin's lifetime (the factory's context), for work that outlives a scheduling
+	// cycle.
 	ctx context.Context
 	// leader gates the batch loop; nil means always leading.
 	leader Leadership
@@ -64,8 +66,8 @@ var (
 	_ fwk.EnqueueExtensions = &Plugin{}
 )
 
-// dependencies are what New takes from the framework handle, separated so tests can build a
-// Plugin without a running scheduler.
+// dependencies are what the plugin factory takes from the framework handle, separated so
+// tests can build a Plugin without a running scheduler.
 type dependencies struct {
 	clock     clock.WithDelayedExecution
 	pods      corelisters.PodLister

@@ -23,11 +23,11 @@ const nodeClaimResource fwk.EventResource = "nodeclaims.v1." + karpv1.Group
 // EventsToRegister implements fwk.EnqueueExtensions: a joinery node that appears or becomes
 // schedulable, and a change to a NodeClaim a pod was planned onto, may let the pod schedule.
 //
-// kube-scheduler consults a plugin's hints only for pods that plugin rejected, and this
-// plugin rejects none (it acts after the Filters did), so for pods the Filters rejected the
-// Filters' own hints decide, and the plugin additionally activates the pods of a NodeClaim
-// that finished launching or went away (see nodeClaimHandler). The hints here keep requeueing
-// exact should the plugin ever reject in Reserve.
+// kube-scheduler consults a plugin's hints only for pods that plugin rejected. This plugin's
+// PreFilter and Filter reject a pod that waits for a NodeClaim (pin.go); these hints requeue
+// it when its NodeClaim changes or a joinery node becomes schedulable. For pods the other
+// Filters rejected, their own hints decide, and the plugin additionally activates the pods of
+// a NodeClaim that finished launching or went away (see nodeClaimHandler).
 func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
 		{

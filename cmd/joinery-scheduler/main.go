@@ -24,17 +24,16 @@ import (
 )
 
 func main() {
-	// The plugin never imports the solver; the binary injects it, with the instance types of
-	// the cloud provider --cloud-provider names (chosen once flags are parsed).
+	// The binary hands the plugin its solver, with the instance types of the cloud provider
+	// --cloud-provider names (chosen once flags are parsed).
 	planners := &planner.Config{
 		UnavailableOfferingsNamespace: os.Getenv("JOINERY_CONTROLLER_NAMESPACE"),
 	}
-	plugin.NewPlanner = planners.New
 	// Only the elected leader provisions: the plugin waits on the gate, which the command opens
 	// when this process takes the scheduler's lease (or at once without leader election).
 	gate := plugin.NewLeaderGate()
-	plugin.Leader = gate
-	command := newSchedulerCommand(gate, app.WithPlugin(plugin.Name, plugin.New))
+	provisioner := plugin.New(plugin.Options{NewPlanner: planners.New, Leader: gate})
+	command := newSchedulerCommand(gate, app.WithPlugin(plugin.Name, provisioner))
 	providers := &providerFlags{}
 	joineryFlags := flag.NewFlagSet("joinery", flag.ContinueOnError)
 	providers.bind(joineryFlags)

@@ -139,7 +139,7 @@ type schedulerInstance struct {
 	stop   context.CancelFunc
 }
 
-func startScheduler(t *testing.T, kube kubernetes.Interface) *schedulerInstance {
+func startScheduler(t *testing.T, kube kubernetes.Interface, newPlanner plugin.PlannerFactory) *schedulerInstance {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ctx = klog.NewContext(ctx, klog.Background())
@@ -152,8 +152,9 @@ func startScheduler(t *testing.T, kube kubernetes.Interface) *schedulerInstance 
 
 	var built *plugin.Plugin
 	registry := plugins.NewInTreeRegistry()
+	newPlugin := plugin.New(plugin.Options{NewPlanner: newPlanner})
 	err := registry.Register(plugin.Name, func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-		p, err := plugin.New(ctx, obj, h)
+		p, err := newPlugin(ctx, obj, h)
 		if err == nil {
 			built = p.(*plugin.Plugin)
 		}
@@ -226,11 +227,9 @@ func TestProvisioning(t *testing.T) {
 	}
 
 	planner := newFakePlanner()
-	previous := plugin.NewPlanner
-	plugin.NewPlanner = func(context.Context, plugin.PlannerOptions) (simulation.Planner, error) { return planner, nil }
-	t.Cleanup(func() { plugin.NewPlanner = previous })
+	newPlanner := func(context.Context, plugin.PlannerOptions) (simulation.Planner, error) { return planner, nil }
 
-	first := startScheduler(t, kube)
+	first := startScheduler(t, kube, newPlanner)
 	a, b := createPendingPod(t, kube, "a", nil), createPendingPod(t, kube, "b", nil)
 
 	// Batch 1: both pods, one NodeClaim, owned by the NodePool and listing both pods.
@@ -268,7 +267,7 @@ func TestProvisioning(t *testing.T) {
 	// Restart: a new plugin knows nothing but the cluster. a, b and c wait for the launching
 	// NodeClaim; the next batch plans only d (still unschedulable) and the new pod e.
 	first.stop()
-	second := startScheduler(t, kube)
+	second := startScheduler(t, kube, newPlanner)
 	e := createPendingPod(t, kube, "e", nil)
 	planner.awaitPlanned(t, "d", "e") // a, b and c must not be planned again
 	for _, pod := range []*corev1.Pod{a, b, cPod} {

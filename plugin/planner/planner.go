@@ -29,8 +29,8 @@ const DefaultUnavailableOfferingsNamespace = "kube-system"
 // (providers read their node classes through it).
 type InstanceTypesFunc func(c client.Client) (solver.InstanceTypeSource, error)
 
-// Config says how planners are built. Set plugin.NewPlanner to a Config's New before the
-// scheduler builds its profiles.
+// Config says how planners are built. Its New is the plugin's planner factory
+// (plugin.Options.NewPlanner).
 type Config struct {
 	// InstanceTypes is the cloud provider's instance-type source; required.
 	InstanceTypes InstanceTypesFunc
@@ -70,9 +70,9 @@ func (c *Config) New(ctx context.Context, opts plugin.PlannerOptions) (simulatio
 			Client:          opts.Handle.ClientSet(),
 			InformerFactory: factory,
 		},
-		PreferencePolicy: solver.PreferencePolicy(opts.Args.PreferencePolicy),
-		MinValuesPolicy:  solver.MinValuesPolicy(opts.Args.MinValuesPolicy),
-		MaxInstanceTypes: int(opts.Args.MaxInstanceTypes),
+		PreferencePolicy: opts.Args.PreferencePolicy,
+		MinValuesPolicy:  opts.Args.MinValuesPolicy,
+		MaxInstanceTypes: opts.Args.MaxInstanceTypes,
 		Unavailable:      unavailable.contains,
 	})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -15,7 +16,9 @@ import (
 	"github.com/joinery-dev/joinery/simulation"
 )
 
-// PreferencePolicy says how pods' preferences shape capacity.
+// PreferencePolicy says how pods' preferences (preferred node affinity, preferred pod
+// (anti-)affinity, ScheduleAnyway spreads) shape capacity. The plugin's args use this type, so
+// the provisioning policies are declared here only.
 type PreferencePolicy string
 
 const (
@@ -24,6 +27,11 @@ const (
 	// PreferenceIgnore leaves preferences to the scheduler.
 	PreferenceIgnore PreferencePolicy = "Ignore"
 )
+
+// PreferencePolicies are the valid PreferencePolicy values.
+func PreferencePolicies() []PreferencePolicy {
+	return []PreferencePolicy{PreferenceRespect, PreferenceIgnore}
+}
 
 // MinValuesPolicy says what happens when a NodePool's minValues cannot be met.
 type MinValuesPolicy string
@@ -36,8 +44,18 @@ const (
 	MinValuesBestEffort MinValuesPolicy = "BestEffort"
 )
 
-// DefaultMaxInstanceTypes bounds the instance types a NodeClaim lists.
-const DefaultMaxInstanceTypes = 60
+// MinValuesPolicies are the valid MinValuesPolicy values.
+func MinValuesPolicies() []MinValuesPolicy {
+	return []MinValuesPolicy{MinValuesStrict, MinValuesBestEffort}
+}
+
+// Defaults of the provisioning policies, for Options and the plugin's args alike.
+const (
+	DefaultPreferencePolicy = PreferenceRespect
+	DefaultMinValuesPolicy  = MinValuesStrict
+	// DefaultMaxInstanceTypes bounds the instance types a NodeClaim lists.
+	DefaultMaxInstanceTypes = 60
+)
 
 // ClusterState is what the solver reads of the cluster at the start of each Plan. The plugin
 // backs it with informer listers; tests with slices (StaticState).
@@ -105,10 +123,10 @@ type Options struct {
 
 func (o *Options) defaultAndValidate() error {
 	if o.PreferencePolicy == "" {
-		o.PreferencePolicy = PreferenceRespect
+		o.PreferencePolicy = DefaultPreferencePolicy
 	}
 	if o.MinValuesPolicy == "" {
-		o.MinValuesPolicy = MinValuesStrict
+		o.MinValuesPolicy = DefaultMinValuesPolicy
 	}
 	if o.MaxInstanceTypes == 0 {
 		o.MaxInstanceTypes = DefaultMaxInstanceTypes
@@ -123,10 +141,10 @@ func (o *Options) defaultAndValidate() error {
 	if o.Profile == nil {
 		errs = append(errs, errors.New("a scheduler profile is required"))
 	}
-	if o.PreferencePolicy != PreferenceRespect && o.PreferencePolicy != PreferenceIgnore {
+	if !slices.Contains(PreferencePolicies(), o.PreferencePolicy) {
 		errs = append(errs, fmt.Errorf("preference policy %q is not Respect or Ignore", o.PreferencePolicy))
 	}
-	if o.MinValuesPolicy != MinValuesStrict && o.MinValuesPolicy != MinValuesBestEffort {
+	if !slices.Contains(MinValuesPolicies(), o.MinValuesPolicy) {
 		errs = append(errs, fmt.Errorf("minValues policy %q is not Strict or BestEffort", o.MinValuesPolicy))
 	}
 	if o.MaxInstanceTypes < 0 {

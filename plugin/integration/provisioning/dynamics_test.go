@@ -95,10 +95,6 @@ func (e *env) startKubeScheduler(t *testing.T, ns string) {
 		SchedulerConfigPath:           configPath,
 		UnavailableOfferingsNamespace: ns,
 	}
-	previous := plugin.NewPlanner
-	plugin.NewPlanner = planners.New
-	defer func() { plugin.NewPlanner = previous }()
-
 	metrics.Register()
 	factory := scheduler.NewInformerFactory(e.kube, 0)
 	dynFactory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dynamic.NewForConfigOrDie(e.restConfig), 0, corev1.NamespaceAll, nil)
@@ -106,7 +102,7 @@ func (e *env) startKubeScheduler(t *testing.T, ns string) {
 	broadcaster.StartRecordingToSink(ctx.Done())
 	sched, err := scheduler.New(ctx, e.kube, factory, dynFactory, profile.NewRecorderFactory(broadcaster),
 		scheduler.WithProfiles(cfg.Profiles...),
-		scheduler.WithFrameworkOutOfTreeRegistry(frameworkruntime.Registry{plugin.Name: plugin.New}),
+		scheduler.WithFrameworkOutOfTreeRegistry(frameworkruntime.Registry{plugin.Name: plugin.New(plugin.Options{NewPlanner: planners.New})}),
 		scheduler.WithKubeConfig(e.restConfig),
 		scheduler.WithPodInitialBackoffSeconds(1),
 		scheduler.WithPodMaxBackoffSeconds(1),

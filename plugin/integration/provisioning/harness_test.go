@@ -312,10 +312,6 @@ func (e *env) startScheduler(t *testing.T, ns string, args map[string]any) (stop
 		SchedulerConfigPath:           e.configPath,
 		UnavailableOfferingsNamespace: ns,
 	}
-	previous := plugin.NewPlanner
-	plugin.NewPlanner = planners.New
-	defer func() { plugin.NewPlanner = previous }()
-
 	all := map[string]any{"batchIdleDuration": "200ms", "batchMaxDuration": "2s"}
 	for k, v := range args {
 		all[k] = v
@@ -339,7 +335,7 @@ func (e *env) startScheduler(t *testing.T, ns string, args map[string]any) (stop
 		PluginConfig: []config.PluginConfig{{Name: plugin.Name, Args: &runtime.Unknown{ContentType: runtime.ContentTypeJSON, Raw: raw}}},
 	}
 	registry := plugins.NewInTreeRegistry()
-	if err := registry.Register(plugin.Name, plugin.New); err != nil {
+	if err := registry.Register(plugin.Name, plugin.New(plugin.Options{NewPlanner: planners.New})); err != nil {
 		t.Fatal(err)
 	}
 	metrics.Register()

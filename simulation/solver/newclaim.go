@@ -1,0 +1,191 @@
+package solver
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
+
+	"github.com/joinery-dev/joinery/cloudprovider"
+	"github.com/joinery-dev/joinery/scheduling"
+)
+
+// poolFit is what a NodePool offers one attempt, whatever else the batch plans.
+type poolFit struct {
+	merged scheduling.Requirements
+	its    cloudprovider.InstanceTypes
+	why    string
+}
+
+func (r *run) poolFit(p *pool, a attempt, m *memo) *poolFit {
+	if f, ok := m.pools[p]; ok {
+		return f
+	}
+	f := &poolFit{}
+	m.pools[p] = f
+	for i := range p.np.Spec.Template.Spec.Taints {
+		taint := &p.np.Spec.Template.Spec.Taints[i]
+		if taint.Effect == corev1.TaintEffectPreferNoSchedule {
+			continue
+		}
+		if !corev1helpers.TolerationsTolerateTaint(klog.Background(), a.pod.Spec.Tolerations, taint, false) {
+			f.why = fmt.Sprintf("nodepool %q: taint %s not tolerated", p.np.Name, taint.ToString())
+			return f
+		}
+	}
+	if err := p.reqs.Compatible(a.reqs, scheduling.WellKnownLabels); err != nil {
+		f.why = fmt.Sprintf("nodepool %q: incompatible requirements: %v", p.np.Name, err)
+		return f
+	}
+	f.merged = p.reqs.Clone()
+	for _, q := range a.reqs {
+		f.merged.Add(q)
+	}
+	f.its = p.its
+	if len(a.reqs) > 0 {
+		f.its = p.its.Compatible(f.merged)
+	}
+	if len(f.its) == 0 {
+		f.why = fmt.Sprintf("nodepool %q: no instance type meets the requirements %s", p.np.Name, f.merged)
+		return f
+	}
+	if r.s.opts.MinValuesPolicy == MinValuesStrict {
+		if err := f.its.MinValuesShortfall(f.merged); err != nil {
+			f.why = fmt.Sprintf("nodepool %q: %v", p.np.Name, err)
+		}
+	}
+	return f
+}
+
+// tryNew opens a new claim for pod from the first NodePool, by weight, whose node the Filters
+// accept it on. It returns why none did.
+func (r *run) tryNew(ctx context.Context, pod *corev1.Pod, a attempt, m *memo, open openKeys, req vec) (bool, string, error) {
+	var reasons []string
+	if len(r.pools) == 0 {
+		return false, "no NodePool is ready", nil
+	}
+	for _, p := range r.pools {
+		f := r.poolFit(p, a, m)
+		if f.why != "" {
+			reasons = append(reasons, f.why)
+			continue
+		}
+		if !r.alloc.anyFits(f.its, req) {
+			reasons = append(reasons, fmt.Sprintf("nodepool %q: no instance type fits the pod's requests (%s)", p.np.Name, describe(req.list())))
+			continue
+		}
+		its := withinLimits(f.its, p.remaining())
+		if !r.alloc.anyFits(its, req) {
+			reasons = append(reasons, fmt.Sprintf("nodepool %q: limits reached", p.np.Name))
+			continue
+		}
+		placed, why, err := r.tryNewOf(ctx, pod, a, m, open, p, f.merged, its, req)
+		if err != nil || placed {
+			return placed, "", err
+		}
+		reasons = append(reasons, fmt.Sprintf("nodepool %q: %s", p.np.Name, why))
+	}
+	return false, strings.Join(reasons, "; "), nil
+}
+
+// newShape is one combination of a new node's open labels: its requirements and the
+// instance types and allocatable bound that go with them.
+type newShape struct {
+	reqs     scheduling.Requirements
+	chosen   map[string]string
+	its      cloudprovider.InstanceTypes
+	bound    corev1.ResourceList
+	boundVec vec
+}
+
+// newShapes lists the shapes a new node of NodePool p may take for an attempt. Without
+// limits they depend only on the attempt and the open keys, so the pods of a class share
+// them (memo.shapes); under limits its shrinks as claims are added, so they are computed
+// each time.
+func (r *run) newShapes(m *memo, p *pool, merged scheduling.Requirements, its cloudprovider.InstanceTypes, open openKeys, limited bool) []newShape {
+	key := open.key()
+	if !limited {
+		if shapes, ok := m.shapes[p][key]; ok {
+			return shapes
+		}
+	}
+	var shapes []newShape
+	for _, reqs := range r.combinations(merged, its, open.decide) {
+		narrowed := its
+		if len(reqs) != len(merged) {
+			narrowed = its.Compatible(reqs)
+		}
+		if len(narrowed) == 0 || !r.minValuesOK(p, reqs, narrowed) {
+			continue
+		}
+		bound := maxAllocatable(narrowed)
+		chosen := chooseValues(reqs, narrowed, open.choose, nil)
+		shapes = append(shapes, newShape{reqs: reqs, chosen: chosen, its: narrowed, bound: bound, boundVec: toVec(bound)})
+	}
+	if !limited {
+		if m.shapes[p] == nil {
+			m.shapes[p] = map[string][]newShape{}
+		}
+		m.shapes[p][key] = shapes
+	}
+	return shapes
+}
+
+// tryNewOf tries a new node of NodePool p for each combination of the open labels.
+func (r *run) tryNewOf(ctx context.Context, pod *corev1.Pod, a attempt, m *memo, open openKeys, p *pool, merged scheduling.Requirements, its cloudprovider.InstanceTypes, req vec) (bool, string, error) {
+	why := "no instance type fits the pod with its daemons"
+	limited := len(p.np.Spec.Limits) > 0 // p.remaining() is non-nil; no need to recompute it
+	for _, shape := range r.newShapes(m, p, merged, its, open, limited) {
+		c := &claim{name: r.nextName("joinery-planned"), pool: p, reqs: shape.reqs, chosen: shape.chosen, taints: p.np.Spec.Template.Spec.Taints}
+		c.bound, c.boundVec = shape.bound, shape.boundVec
+		r.engine.Fork()
+		if err := r.engine.Snapshot().AddNode(c.node(shape.reqs, shape.chosen)); err != nil {
+			return false, "", err
+		}
+		daemons, err := addDaemons(ctx, r.engine, r.daemons, c.name)
+		if err != nil {
+			return false, "", err
+		}
+		c.requests = daemons
+		if r.alloc.anyFits(shape.its, daemons.plus(req)) {
+			status := r.engine.CheckPredicates(ctx, a.pod, c.name)
+			if status.IsSuccess() {
+				if err := r.engine.Commit(); err != nil {
+					return false, "", err
+				}
+				c.index = len(r.claims)
+				r.claims = append(r.claims, c)
+				p.claims = append(p.claims, c)
+				// commit narrows the types to those that hold the daemons and the pod.
+				return true, "", r.commit(ctx, pod, req, candidate{c: c, merged: shape.reqs, its: shape.its}, shape.reqs, shape.chosen)
+			}
+			why = status.Message()
+			if plugin := status.Plugin(); plugin != "" {
+				why = plugin + ": " + why
+			}
+		}
+		if err := r.engine.Revert(); err != nil {
+			return false, "", err
+		}
+	}
+	return false, why, nil
+}
+
+// describe formats resources as "cpu=4, memory=1Gi, pods=1", sorted by name.
+func describe(list corev1.ResourceList) string {
+	names := make([]string, 0, len(list))
+	for name := range list {
+		names = append(names, string(name))
+	}
+	slices.Sort(names)
+	parts := make([]string, len(names))
+	for i, name := range names {
+		q := list[corev1.ResourceName(name)]
+		parts[i] = name + "=" + q.String()
+	}
+	return strings.Join(parts, ", ")
+}
