@@ -37,7 +37,7 @@ const (
 )
 
 // scaledDownReplicas is what each sample Deployment is scaled to once its pods settled: the
-// nodes left empty are removed (emptiness), those left underutilized wait for consolidation.
+// nodes left empty are removed (emptiness), those left underutilized are consolidated.
 var scaledDownReplicas = map[string]int{"sample-small": 3, "sample-medium": 1, "sample-large": 0}
 
 var nodeClaimsResource = schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodeclaims"}
@@ -239,17 +239,18 @@ func sampleConsolidateAfter(ctx context.Context, dyn dynamic.Interface) string {
 }
 
 // scaleDownNote is what the view says once the workload is scaled down: empty nodes go after
-// the NodePool's consolidateAfter (emptiness); underutilized ones stay until consolidation of
-// underutilized nodes is built.
+// the NodePool's consolidateAfter (emptiness), and so do underutilized ones whose pods fit
+// elsewhere or on one cheaper node (consolidation); with Never, every node stays.
 func scaleDownNote(consolidateAfter string) string {
-	empty := "nodes left empty are removed once the NodePool's consolidateAfter has passed"
 	switch consolidateAfter {
 	case "":
+		return "scaled the workload down to 3 small + 1 medium pods: once the NodePool's consolidateAfter has passed, " + consolidates
 	case "Never":
-		empty = "nodes left empty stay (the NodePool's consolidateAfter is Never)"
+		return "scaled the workload down to 3 small + 1 medium pods: every node stays (the NodePool's consolidateAfter is Never)"
 	default:
-		empty = "nodes left empty are removed once " + consolidateAfter + " have passed since their last pod left (the NodePool's consolidateAfter)"
+		return "scaled the workload down to 3 small + 1 medium pods: once " + consolidateAfter + " have passed since a node's last pod change (the NodePool's consolidateAfter), " + consolidates
 	}
-	return "scaled the workload down to 3 small + 1 medium pods: " + empty +
-		"; nodes left underutilized stay until consolidation is built"
 }
+
+// consolidates says what the sample NodePool's WhenEmptyOrUnderutilized policy does.
+const consolidates = "nodes left empty are removed and underutilized ones are consolidated (deleted when their pods fit elsewhere, or replaced by one cheaper node)"
