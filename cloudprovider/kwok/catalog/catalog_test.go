@@ -117,6 +117,48 @@ func TestDefaultCatalogGPUs(t *testing.T) {
 	}
 }
 
+// TestDefaultCatalogNeuronAndPodENI: the Neuron types advertise their devices and cores as the
+// Neuron device plugin does, with the accelerator labels; Nitro types advertise pod ENIs,
+// burstable ones do not.
+func TestDefaultCatalogNeuronAndPodENI(t *testing.T) {
+	byName := map[string]*cloudprovider.InstanceType{}
+	for _, it := range defaultTypes(t) {
+		byName[it.Name] = it
+	}
+	tests := []struct {
+		name                   string
+		neuron, cores, podENIs int64
+		accelerator            string
+	}{
+		{name: "inf2.xlarge", neuron: 1, cores: 2, podENIs: 18, accelerator: "inferentia2"},
+		{name: "inf2.24xlarge", neuron: 6, cores: 12, podENIs: 107, accelerator: "inferentia2"},
+		{name: "trn1.2xlarge", neuron: 1, cores: 2, podENIs: 38, accelerator: "trainium"},
+		{name: "c5.large", podENIs: 9},
+		{name: "m6i.4xlarge", podENIs: 54},
+		{name: "g5.xlarge", podENIs: 18},
+		{name: "t3.large"},
+	}
+	for _, tt := range tests {
+		it := byName[tt.name]
+		if it == nil {
+			t.Errorf("%s is not in the catalog", tt.name)
+			continue
+		}
+		for name, want := range map[corev1.ResourceName]int64{ResourceNeuron: tt.neuron, ResourceNeuronCore: tt.cores, ResourcePodENI: tt.podENIs} {
+			if got := it.Allocatable()[name]; got.Value() != want {
+				t.Errorf("%s allocates %s %s, want %d", tt.name, got.String(), name, want)
+			}
+		}
+		if got := it.Requirements.Get(awsv1.LabelInstanceAcceleratorName); tt.accelerator == "" && got.Operator() != corev1.NodeSelectorOpDoesNotExist ||
+			tt.accelerator != "" && got.Any() != tt.accelerator {
+			t.Errorf("%s: accelerator-name requirement %s, want %q", tt.name, got, tt.accelerator)
+		}
+		if tt.neuron > 0 && it.Requirements.Get(corev1.LabelOSStable).Has("windows") {
+			t.Errorf("%s offers windows; the Neuron SDK is Linux only", tt.name)
+		}
+	}
+}
+
 func TestBuildSpecifics(t *testing.T) {
 	f, err := Parse([]byte(`{"instanceTypes": [
 		{"name": "m5.large", "arch": "amd64", "operatingSystems": ["linux", "windows"], "cpu": 2, "memoryMiB": 8192, "pods": 29,
@@ -174,6 +216,8 @@ func TestParseAndBuildErrors(t *testing.T) {
 		{name: "bad arch", catalog: `{"instanceTypes": [{"name": "a", "arch": "s390x", "operatingSystems": ["linux"], "cpu": 2, "memoryMiB": 4096, "pods": 29, ` + offering + `}]}`, wantErr: "arch"},
 		{name: "no offerings", catalog: `{"instanceTypes": [{"name": "a", ` + valid + `}]}`, wantErr: "no offerings"},
 		{name: "bad capacity type", catalog: `{"instanceTypes": [{"name": "a", ` + valid + `, "offerings": [{"zone": "z1", "capacityType": "cheap", "price": 0.1}]}]}`, wantErr: "capacityType"},
+		{name: "neuron without cores", catalog: `{"instanceTypes": [{"name": "a", ` + valid + `, "neuron": {"name": "inferentia2", "count": 1}, ` + offering + `}]}`, wantErr: "neuron"},
+		{name: "negative pod ENIs", catalog: `{"instanceTypes": [{"name": "a", ` + valid + `, "podENI": -1, ` + offering + `}]}`, wantErr: "podENI"},
 		{name: "reserved without id", catalog: `{"instanceTypes": [{"name": "a", ` + valid + `, "offerings": [{"zone": "z1", "capacityType": "reserved", "price": 0.1}]}]}`, wantErr: "reservationID"},
 	}
 	for _, tt := range tests {
