@@ -117,10 +117,10 @@ func TestDefaultCatalogGPUs(t *testing.T) {
 	}
 }
 
-// TestDefaultCatalogNeuronAndPodENI: the Neuron types advertise their devices and cores as the
-// Neuron device plugin does, with the accelerator labels; Nitro types advertise pod ENIs,
-// burstable ones do not.
-func TestDefaultCatalogNeuronAndPodENI(t *testing.T) {
+// TestDefaultCatalogEC2Facts: the Neuron types advertise their devices and cores as the Neuron
+// device plugin does, with the accelerator labels; Nitro types advertise pod ENIs, burstable ones
+// do not; types EC2 has carry its baseline network bandwidth, made-up shapes none.
+func TestDefaultCatalogEC2Facts(t *testing.T) {
 	byName := map[string]*cloudprovider.InstanceType{}
 	for _, it := range defaultTypes(t) {
 		byName[it.Name] = it
@@ -128,15 +128,16 @@ func TestDefaultCatalogNeuronAndPodENI(t *testing.T) {
 	tests := []struct {
 		name                   string
 		neuron, cores, podENIs int64
-		accelerator            string
+		accelerator, bandwidth string
 	}{
-		{name: "inf2.xlarge", neuron: 1, cores: 2, podENIs: 18, accelerator: "inferentia2"},
-		{name: "inf2.24xlarge", neuron: 6, cores: 12, podENIs: 107, accelerator: "inferentia2"},
-		{name: "trn1.2xlarge", neuron: 1, cores: 2, podENIs: 38, accelerator: "trainium"},
-		{name: "c5.large", podENIs: 9},
-		{name: "m6i.4xlarge", podENIs: 54},
-		{name: "g5.xlarge", podENIs: 18},
-		{name: "t3.large"},
+		{name: "inf2.xlarge", neuron: 1, cores: 2, podENIs: 18, accelerator: "inferentia2", bandwidth: "2083"},
+		{name: "inf2.24xlarge", neuron: 6, cores: 12, podENIs: 107, accelerator: "inferentia2", bandwidth: "50000"},
+		{name: "trn1.2xlarge", neuron: 1, cores: 2, podENIs: 38, accelerator: "trainium", bandwidth: "3125"},
+		{name: "c5.large", podENIs: 9, bandwidth: "750"},
+		{name: "c5.8xlarge", podENIs: 54},
+		{name: "m6i.4xlarge", podENIs: 54, bandwidth: "6250"},
+		{name: "g5.xlarge", podENIs: 18, bandwidth: "2500"},
+		{name: "t3.large", bandwidth: "512"},
 	}
 	for _, tt := range tests {
 		it := byName[tt.name]
@@ -152,6 +153,10 @@ func TestDefaultCatalogNeuronAndPodENI(t *testing.T) {
 		if got := it.Requirements.Get(awsv1.LabelInstanceAcceleratorName); tt.accelerator == "" && got.Operator() != corev1.NodeSelectorOpDoesNotExist ||
 			tt.accelerator != "" && got.Any() != tt.accelerator {
 			t.Errorf("%s: accelerator-name requirement %s, want %q", tt.name, got, tt.accelerator)
+		}
+		if got := it.Requirements.Get(awsv1.LabelInstanceNetworkBandwidth); tt.bandwidth == "" && got.Operator() != corev1.NodeSelectorOpDoesNotExist ||
+			tt.bandwidth != "" && got.Any() != tt.bandwidth {
+			t.Errorf("%s: network-bandwidth requirement %s, want %q", tt.name, got, tt.bandwidth)
 		}
 		if tt.neuron > 0 && it.Requirements.Get(corev1.LabelOSStable).Has("windows") {
 			t.Errorf("%s offers windows; the Neuron SDK is Linux only", tt.name)

@@ -3,8 +3,9 @@
 // offerings. Prices are modelled on EC2's us-east-1 list prices per vCPU; spot prices are 30-40 %
 // of on-demand, varying deterministically by type and zone so that zones differ. The Neuron
 // types (inf2, trn1) are taken as they are from the AWS provider's instance-type facts
-// (cloudprovider/aws/catalogdata). Every type but the burstable ones advertises the
-// vpc.amazonaws.com/pod-eni branch interfaces the VPC resource controller gives its size.
+// (cloudprovider/aws/catalogdata), and so is the baseline network bandwidth of every type EC2
+// has. Every type but the burstable ones advertises the vpc.amazonaws.com/pod-eni branch
+// interfaces the VPC resource controller gives its size.
 //
 //	go run ./gen -o catalog.json
 package main
@@ -174,7 +175,21 @@ func Generate() catalog.File {
 	for _, name := range neuronTypes {
 		f.InstanceTypes = append(f.InstanceTypes, neuronType(name))
 	}
+	for i := range f.InstanceTypes {
+		addNetworkBandwidth(&f.InstanceTypes[i])
+	}
 	return f
+}
+
+// addNetworkBandwidth labels it with the baseline network bandwidth in megabits that EC2
+// publishes for the type of its name and shape (as the AWS provider derives the label); a type
+// EC2 does not have (say c5.8xlarge) gets none.
+func addNetworkBandwidth(it *catalog.InstanceType) {
+	d, ok := catalogdata.Lookup(it.Name)
+	if !ok || int64(d.VCPUs) != it.CPU || d.MemoryMiB != it.MemoryMiB || d.BaselineGbps <= 0 {
+		return
+	}
+	it.Labels[awsv1.LabelInstanceNetworkBandwidth] = strconv.FormatInt(int64(d.BaselineGbps*1000+0.5), 10)
 }
 
 // neuronType is the named Neuron type from catalogdata, Linux only (the Neuron SDK is).
