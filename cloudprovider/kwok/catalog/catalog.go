@@ -12,7 +12,7 @@ import (
 
 //go:generate go run ./gen -o catalog.json
 
-// defaultCatalog is catalog.json: about 200 EC2-like instance types in the zones test-zone-a to
+// defaultCatalog is catalog.json: about 230 EC2-like instance types in the zones test-zone-a to
 // test-zone-d, with spot and on-demand offerings.
 //
 //go:embed catalog.json

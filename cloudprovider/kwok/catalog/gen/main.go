@@ -1,8 +1,8 @@
 // Command gen writes the kwok provider's default instance type catalog: EC2-like types of the
-// c, m, r, t, i, g and p families, Intel, AMD and Graviton, in four zones with spot and on-demand
-// offerings. Prices are modelled on EC2's us-east-1 list prices per vCPU; spot prices are 30-40 %
-// of on-demand, varying deterministically by type and zone so that zones differ. The Neuron
-// types (inf2, trn1) are taken as they are from the AWS provider's instance-type facts
+// c, m, r, t, i, g, p, inf and trn families, Intel, AMD and Graviton, in four zones with spot and
+// on-demand offerings. Prices are modelled on EC2's us-east-1 list prices per vCPU; spot prices
+// are 30-40 % of on-demand, varying deterministically by type and zone so that zones differ. The
+// Neuron types (inf2, trn1) are taken as they are from the AWS provider's instance-type facts
 // (cloudprovider/aws/catalogdata), and so is the baseline network bandwidth of every type EC2
 // has. Every type but the burstable ones advertises the vpc.amazonaws.com/pod-eni branch
 // interfaces the VPC resource controller gives its size.
