@@ -107,9 +107,13 @@ func TestDefaultCatalogGPUs(t *testing.T) {
 		t.Fatalf("%d types match instance-gpu-count > 0, want at least 10", len(gpuTypes))
 	}
 	for _, it := range gpuTypes {
-		gpus := it.Capacity["nvidia.com/gpu"]
+		resource := corev1.ResourceName("nvidia.com/gpu")
+		if it.Requirements.Get(awsv1.LabelInstanceGPUManufacturer).Any() == "amd" {
+			resource = "amd.com/gpu"
+		}
+		gpus := it.Capacity[resource]
 		if gpus.Value() < 1 || it.Requirements.Get(awsv1.LabelInstanceGPUCount).Any() != gpus.String() {
-			t.Errorf("%s: nvidia.com/gpu %s does not match its gpu-count label", it.Name, gpus.String())
+			t.Errorf("%s: %s %s does not match its gpu-count label", it.Name, resource, gpus.String())
 		}
 		if !strings.HasPrefix(it.Name, "g") && !strings.HasPrefix(it.Name, "p") {
 			t.Errorf("%s matches a GPU requirement", it.Name)

@@ -2,10 +2,10 @@
 // c, m, r, t, i, g, p, inf and trn families, Intel, AMD and Graviton, in four zones with spot and
 // on-demand offerings. Prices are modelled on EC2's us-east-1 list prices per vCPU; spot prices
 // are 30-40 % of on-demand, varying deterministically by type and zone so that zones differ. The
-// Neuron types (inf2, trn1) are taken as they are from the AWS provider's instance-type facts
-// (cloudprovider/aws/catalogdata), and so is the baseline network bandwidth of every type EC2
-// has. Every type but the burstable ones advertises the vpc.amazonaws.com/pod-eni branch
-// interfaces the VPC resource controller gives its size.
+// AMD GPU (g4ad) and Neuron (inf2, trn1) types are taken as they are from the AWS provider's
+// instance-type facts (cloudprovider/aws/catalogdata), and so is the baseline network bandwidth
+// of every type EC2 has. Every type but the burstable ones advertises the
+// vpc.amazonaws.com/pod-eni branch interfaces the VPC resource controller gives its size.
 //
 //	go run ./gen -o catalog.json
 package main
@@ -139,9 +139,13 @@ var acceleratedTypes = func() []accelerated {
 	return out
 }()
 
-// neuronTypes are the catalogdata types with Neuron devices the catalog carries: those on one
-// network card, whose ENI-limited pod density follows from their interfaces alone.
-var neuronTypes = []string{"inf2.xlarge", "inf2.8xlarge", "inf2.24xlarge", "inf2.48xlarge", "trn1.2xlarge"}
+// ec2Types are the accelerated catalogdata types the catalog carries as EC2 has them: AMD GPU
+// and Neuron types on one network card, whose ENI-limited pod density follows from their
+// interfaces alone.
+var ec2Types = []string{
+	"g4ad.xlarge", "g4ad.2xlarge", "g4ad.4xlarge", "g4ad.8xlarge", "g4ad.16xlarge",
+	"inf2.xlarge", "inf2.8xlarge", "inf2.24xlarge", "inf2.48xlarge", "trn1.2xlarge",
+}
 
 // Generate returns the catalog.
 func Generate() catalog.File {
@@ -172,8 +176,8 @@ func Generate() catalog.File {
 		it.PodENI = instancetype.BranchInterfaces(a.size.name)
 		f.InstanceTypes = append(f.InstanceTypes, it)
 	}
-	for _, name := range neuronTypes {
-		f.InstanceTypes = append(f.InstanceTypes, neuronType(name))
+	for _, name := range ec2Types {
+		f.InstanceTypes = append(f.InstanceTypes, ec2Type(name))
 	}
 	for i := range f.InstanceTypes {
 		addNetworkBandwidth(&f.InstanceTypes[i])
@@ -192,11 +196,12 @@ func addNetworkBandwidth(it *catalog.InstanceType) {
 	it.Labels[awsv1.LabelInstanceNetworkBandwidth] = strconv.FormatInt(int64(d.BaselineGbps*1000+0.5), 10)
 }
 
-// neuronType is the named Neuron type from catalogdata, Linux only (the Neuron SDK is).
-func neuronType(name string) catalog.InstanceType {
+// ec2Type is the named accelerated type from catalogdata, Linux only as the catalog's other
+// accelerated types (and the Neuron SDK) are.
+func ec2Type(name string) catalog.InstanceType {
 	d, ok := catalogdata.Lookup(name)
-	if !ok || d.Neuron == nil || d.NetworkCards > 1 || d.Arch != "x86_64" {
-		panic(fmt.Sprintf("%s is not a single-card x86_64 Neuron type of catalogdata", name))
+	if !ok || (d.Neuron == nil && (d.GPU == nil || d.GPU.Manufacturer != "AMD")) || d.NetworkCards > 1 || d.Arch != "x86_64" {
+		panic(fmt.Sprintf("%s is not a single-card x86_64 Neuron or AMD GPU type of catalogdata", name))
 	}
 	category, _, _ := strings.Cut(d.Family, strconv.Itoa(d.Generation))
 	labels := commonLabels(category, d.Family, d.Generation, d.Size, strings.ToLower(d.CPU))
@@ -206,7 +211,13 @@ func neuronType(name string) catalog.InstanceType {
 	pods := int64(d.MaxENIs)*int64(d.IPv4PerENI-1) + 2
 	it := instanceType(name, "amd64", int64(d.VCPUs), d.MemoryMiB, pods, price(d.OnDemandUSD), nil, labels)
 	it.OperatingSystems = []string{"linux"}
-	it.Neuron = &catalog.Neuron{Name: strings.ToLower(d.Neuron.Name), Count: int64(d.Neuron.Count), Cores: int64(d.Neuron.Cores)}
+	if g := d.GPU; g != nil {
+		it.GPU = &catalog.GPU{Name: strings.ToLower(strings.ReplaceAll(g.Name, " ", "-")), Manufacturer: "amd", Count: int64(g.Count),
+			MemoryMiB: int64(g.MemoryMiB), ResourceName: "amd.com/gpu"}
+	}
+	if n := d.Neuron; n != nil {
+		it.Neuron = &catalog.Neuron{Name: strings.ToLower(n.Name), Count: int64(n.Count), Cores: int64(n.Cores)}
+	}
 	it.PodENI = instancetype.BranchInterfaces(d.Size)
 	return it
 }
