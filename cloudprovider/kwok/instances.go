@@ -103,11 +103,12 @@ func imageID(node *corev1.Node) string {
 	return "kwok-" + node.Labels[corev1.LabelOSStable] + "-" + node.Labels[corev1.LabelArchStable]
 }
 
-// nodeLabels are node's labels less the hostname, which belongs to the Node, not the NodeClaim.
+// nodeLabels are node's labels less the hostname and the label aliases, which belong to the Node,
+// not the NodeClaim.
 func nodeLabels(node *corev1.Node) map[string]string {
 	labels := make(map[string]string, len(node.Labels))
 	for k, v := range node.Labels {
-		if k != corev1.LabelHostname {
+		if k != corev1.LabelHostname && !isLabelAlias(k) {
 			labels[k] = v
 		}
 	}

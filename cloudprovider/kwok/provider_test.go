@@ -130,6 +130,12 @@ func TestCreateNode(t *testing.T) {
 		awsv1.LabelInstanceCPU:         "2",
 		"team":                         "payments",
 		"example.com/owner":            "me",
+		// The aliases a real node carries.
+		corev1.LabelFailureDomainBetaZone: "a",
+		"topology.ebs.csi.aws.com/zone":   "a",
+		corev1.LabelInstanceType:          "small",
+		"beta.kubernetes.io/arch":         "amd64",
+		"beta.kubernetes.io/os":           "linux",
 	}
 	for k, v := range wantLabels {
 		if node.Labels[k] != v {
@@ -165,8 +171,10 @@ func TestCreateNode(t *testing.T) {
 	if got.Labels[corev1.LabelInstanceTypeStable] != "small" || got.Labels[corev1.LabelTopologyZone] != "a" || got.Labels[karpv1.CapacityTypeLabelKey] != "spot" {
 		t.Errorf("returned labels = %v", got.Labels)
 	}
-	if _, ok := got.Labels[corev1.LabelHostname]; ok {
-		t.Error("returned nodeclaim carries the hostname label")
+	for _, key := range []string{corev1.LabelHostname, corev1.LabelFailureDomainBetaZone, "beta.kubernetes.io/arch"} {
+		if _, ok := got.Labels[key]; ok {
+			t.Errorf("returned nodeclaim carries the node's label %s", key)
+		}
 	}
 	if q := got.Status.Allocatable[corev1.ResourceMemory]; q.Cmp(resource.MustParse("3114Mi")) != 0 {
 		t.Errorf("returned allocatable memory = %s", q.String())

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,10 +32,22 @@ const seed = "seeds/000_ea6cc0ec5bbde25c.txt"
 const runningTimeout = 4 * time.Minute
 
 const (
-	zoneKey         = corev1.LabelTopologyZone
-	capacityTypeKey = "karpenter.sh/capacity-type"
-	nodePoolKey     = "karpenter.sh/nodepool"
-	gpuResource     = corev1.ResourceName("nvidia.com/gpu")
+	zoneKey            = corev1.LabelTopologyZone
+	capacityTypeKey    = "karpenter.sh/capacity-type"
+	nodePoolKey        = "karpenter.sh/nodepool"
+	gpuResource        = corev1.ResourceName("nvidia.com/gpu")
+	amdGPUResource     = corev1.ResourceName("amd.com/gpu")
+	neuronResource     = corev1.ResourceName("aws.amazon.com/neuron")
+	neuronCoreResource = corev1.ResourceName("aws.amazon.com/neuroncore")
+	podENIResource     = corev1.ResourceName("vpc.amazonaws.com/pod-eni")
+	instanceTypeKey    = corev1.LabelInstanceTypeStable
+	familyKey          = "karpenter.k8s.aws/instance-family"
+	categoryKey        = "karpenter.k8s.aws/instance-category"
+	nvmeKey            = "karpenter.k8s.aws/instance-local-nvme"
+	bandwidthKey       = "karpenter.k8s.aws/instance-network-bandwidth"
+	ebsZoneKey         = "topology.ebs.csi.aws.com/zone"
+	teamKey            = "company.com/team"
+	spreadKey          = "capacity-spread"
 )
 
 // pool is one NodePool of a row, named <group>-<suffix>; its nodes carry the row's group
@@ -141,6 +154,24 @@ func rows() []row {
 			if gpus := pods[0].node.Status.Allocatable[gpuResource]; gpus.Value() < 1 {
 				t.Errorf("node %s allocates %s nvidia.com/gpu, want at least 1", pods[0].node.Name, gpus.String())
 			}
+		},
+	}, {
+		line: 2460,
+		name: "deprecated beta labels select as their stable equivalents",
+		pools: []pool{{suffix: "default", requirements: []string{
+			`{key: karpenter.sh/capacity-type, operator: In, values: [spot, on-demand]}`,
+			`{key: kubernetes.io/arch, operator: In, values: [amd64, arm64]}`,
+		}}},
+		setup: func(t *testing.T, r *rowRun) {
+			r.pod(t, r.ns, "beta", "500m", "256Mi", func(p *corev1.Pod) {
+				p.Spec.NodeSelector[corev1.LabelFailureDomainBetaZone] = "test-zone-c"
+				p.Spec.NodeSelector["beta.kubernetes.io/arch"] = "arm64"
+			})
+		},
+		check: func(t *testing.T, r *rowRun, pods []placed) {
+			wantNodes(t, pods, 1)
+			wantLabel(t, pods[0].node, zoneKey, "test-zone-c")
+			wantLabel(t, pods[0].node, corev1.LabelArchStable, "arm64")
 		},
 	}, {
 		line:  2477,
@@ -403,8 +434,8 @@ func rows() []row {
 		name:  "a claim bound to a volume in zone b gets a node in zone b",
 		pools: []pool{anyCapacity("default")},
 		setup: func(t *testing.T, r *rowRun) {
-			class := r.storageClass(t, nil)
-			pv := r.volume(t, class, "test-zone-b")
+			class := r.storageClass(t, zoneKey, nil)
+			pv := r.volume(t, class, zoneKey, "test-zone-b")
 			claim := r.claim(t, "data", class, pv)
 			r.pod(t, r.ns, "app", "250m", "256Mi", mounting(claim))
 		},
@@ -418,8 +449,8 @@ func rows() []row {
 		name:  "a WaitForFirstConsumer claim goes to a zone its class allows where a volume is",
 		pools: []pool{anyCapacity("default")},
 		setup: func(t *testing.T, r *rowRun) {
-			class := r.storageClass(t, []string{"test-zone-a", "test-zone-b"})
-			r.volume(t, class, "test-zone-b")
+			class := r.storageClass(t, zoneKey, []string{"test-zone-a", "test-zone-b"})
+			r.volume(t, class, zoneKey, "test-zone-b")
 			claim := r.claim(t, "ebs-claim", class, "")
 			r.pod(t, r.ns, "app", "250m", "256Mi", mounting(claim))
 		},
@@ -429,13 +460,28 @@ func rows() []row {
 			wantClaimsBound(t, r.ns)
 		},
 	}, {
+		line:  2725,
+		name:  "a class and volume zoned by the EBS CSI driver's key get a node in that zone",
+		pools: []pool{anyCapacity("default")},
+		setup: func(t *testing.T, r *rowRun) {
+			class := r.storageClass(t, ebsZoneKey, []string{"test-zone-a", "test-zone-c"})
+			r.volume(t, class, ebsZoneKey, "test-zone-c")
+			claim := r.claim(t, "ebs-claim", class, "")
+			r.pod(t, r.ns, "app", "250m", "256Mi", mounting(claim))
+		},
+		check: func(t *testing.T, r *rowRun, pods []placed) {
+			wantNodes(t, pods, 1)
+			wantLabel(t, pods[0].node, zoneKey, "test-zone-c")
+			wantClaimsBound(t, r.ns)
+		},
+	}, {
 		line:  2683,
 		name:  "a StatefulSet's claim templates over a WaitForFirstConsumer class follow their volumes",
 		pools: []pool{anyCapacity("default")},
 		setup: func(t *testing.T, r *rowRun) {
-			class := r.storageClass(t, nil)
-			r.volume(t, class, "test-zone-c")
-			r.volume(t, class, "test-zone-d")
+			class := r.storageClass(t, zoneKey, nil)
+			r.volume(t, class, zoneKey, "test-zone-c")
+			r.volume(t, class, zoneKey, "test-zone-d")
 			r.statefulSet(t, "db", class, 2)
 		},
 		check: func(t *testing.T, r *rowRun, pods []placed) {
@@ -485,6 +531,184 @@ func rows() []row {
 					want = r.group + "-arm64"
 				}
 				wantLabel(t, p.node, nodePoolKey, want)
+			}
+		},
+	}, {
+		line:  2353,
+		name:  "an AMD GPU limit gets a node with AMD GPUs",
+		pools: []pool{anyCapacity("default")},
+		setup: func(t *testing.T, r *rowRun) {
+			r.pod(t, r.ns, "radeon", "1", "1Gi", limit(amdGPUResource, "1"))
+		},
+		check: func(t *testing.T, r *rowRun, pods []placed) {
+			wantNodes(t, pods, 1)
+			wantLabel(t, pods[0].node, familyKey, "g4ad")
+			wantAllocatable(t, pods[0].node, amdGPUResource, 1)
+		},
+	}, {
+		line:  2354,
+		name:  "a Neuron device limit gets the cheapest type with a Neuron device",
+		pools: []pool{anyCapacity("default")},
+		setup: func(t *testing.T, r *rowRun) {
+			r.pod(t, r.ns, "inferentia", "1", "1Gi", limit(neuronResource, "1"))
+		},
+		check: func(t *testing.T, r *rowRun, pods []placed) {
+			wantNodes(t, pods, 1)
+			wantLabel(t, pods[0].node, instanceTypeKey, "inf2.xlarge")
+			wantAllocatable(t, pods[0].node, neuronResource, 1)
+		},
+	}, {
+		line:  2355,
+		name:  "a limit of four NeuronCores gets a type with at least four",
+		pools: []pool{anyCapacity("default")},
+		setup: func(t *testing.T, r *rowRun) {
+			r.pod(t, r.ns, "cores", "1", "1Gi", limit(neuronCoreResource, "4"))
+		},
+		check: func(t *testing.T, r *rowRun, pods []placed) {
+			wantNodes(t, pods, 1)
+			// inf2.xlarge, inf2.8xlarge and trn1.2xlarge have two cores; inf2.24xlarge is the
+			// cheapest with more.
+			wantLabel(t, pods[0].node, instanceTypeKey, "inf2.24xlarge")
+			wantAllocatable(t, pods[0].node, neuronCoreResource, 4)
+		},
+	}, {
+		line:  2409,
+		name:  "a pod ENI limit gets a Nitro type with branch interfaces, not a burstable one",
+		pools: []pool{anyCapacity("default")},
+		setup: func(t *testing.T, r *rowRun) {
+			r.pod(t, r.ns, "sg-pod", "250m", "256Mi", limit(podENIResource, "1"))
+		},
+		check: func(t *testing.T, r *rowRun, pods []placed) {
+			wantNodes(t, pods, 1)
+			wantAllocatable(t, pods[0].node, podENIResource, 1)
+			if category := pods[0].node.Labels[categoryKey]; category == "t" {
+				t.Errorf("node %s is burstable (%s), which has no branch interfaces", pods[0].node.Name, pods[0].node.Labels[instanceTypeKey])
+			}
+		},
+	}, {
+		// The NodePools page (seed line 1755): "Karpenter supports linux and windows operating
+		// systems"; kubernetes.io/os is a well-known label of the Scheduling page.
+		line: 2435,
+		name: "a windows node selector gets a windows node from a NodePool allowing both",
+		pools: []pool{{suffix: "default", requirements: []string{
+			`{key: karpenter.sh/capacity-type, operator: In, values: [spot, on-demand]}`,
+			`{key: kubernetes.io/os, operator: In, values: [linux, windows]}`,
+		}}},
+		setup: func(t *testing.T, r *rowRun) {
+			r.pod(t, r.ns, "win", "500m", "256Mi", func(p *corev1.Pod) { p.Spec.NodeSelector[corev1.LabelOSStable] = "windows" })
+		},
+		check: func(t *testing.T, r *rowRun, pods []placed) {
+			wantNodes(t, pods, 1)
+			wantLabel(t, pods[0].node, corev1.LabelOSStable, "windows")
+			// Windows is offered on amd64 types only.
+			wantLabel(t, pods[0].node, corev1.LabelArchStable, "amd64")
+		},
+	}, {
+		line:  2831,
+		name:  "requiring local NVMe to exist gets a type with instance storage",
+		pools: []pool{anyCapacity("default")},
+		setup: func(t *testing.T, r *rowRun) {
+			r.pod(t, r.ns, "nvme", "500m", "256Mi", requireTerms([]corev1.NodeSelectorRequirement{exists(nvmeKey)}))
+		},
+		check: func(t *testing.T, r *rowRun, pods []placed) {
+			wantNodes(t, pods, 1)
+			wantLabelOver(t, pods[0].node, nvmeKey, 0)
+			wantLabel(t, pods[0].node, familyKey, "i4i")
+		},
+	}, {
+		line:  2851,
+		name:  "a pod requiring over 99 GB of local NVMe gets it",
+		pools: []pool{anyCapacity("default")},
+		setup: func(t *testing.T, r *rowRun) {
+			r.pod(t, r.ns, "nvme", "500m", "256Mi", requireTerms([]corev1.NodeSelectorRequirement{gt(nvmeKey, "99")}))
+		},
+		check: func(t *testing.T, r *rowRun, pods []placed) {
+			wantNodes(t, pods, 1)
+			wantLabelOver(t, pods[0].node, nvmeKey, 99)
+		},
+	}, {
+		line:  2860,
+		name:  "a NodePool requiring over 99 GB of local NVMe gives it to every pod",
+		pools: []pool{anyCapacity("default", `{key: karpenter.k8s.aws/instance-local-nvme, operator: Gt, values: ["99"]}`)},
+		setup: func(t *testing.T, r *rowRun) { r.pod(t, r.ns, "plain", "500m", "256Mi") },
+		check: func(t *testing.T, r *rowRun, pods []placed) {
+			wantNodes(t, pods, 1)
+			wantLabelOver(t, pods[0].node, nvmeKey, 99)
+		},
+	}, {
+		line:  2879,
+		name:  "a pod requiring over 49999 megabits of network bandwidth gets it",
+		pools: []pool{anyCapacity("default")},
+		setup: func(t *testing.T, r *rowRun) {
+			r.pod(t, r.ns, "fast", "500m", "256Mi", requireTerms([]corev1.NodeSelectorRequirement{gt(bandwidthKey, "49999")}))
+		},
+		check: func(t *testing.T, r *rowRun, pods []placed) {
+			wantNodes(t, pods, 1)
+			wantLabelOver(t, pods[0].node, bandwidthKey, 49999)
+		},
+	}, {
+		line:  2888,
+		name:  "a NodePool requiring over 49999 megabits of network bandwidth gives it to every pod",
+		pools: []pool{anyCapacity("default", `{key: karpenter.k8s.aws/instance-network-bandwidth, operator: Gt, values: ["49999"]}`)},
+		setup: func(t *testing.T, r *rowRun) { r.pod(t, r.ns, "plain", "500m", "256Mi") },
+		check: func(t *testing.T, r *rowRun, pods []placed) {
+			wantNodes(t, pods, 1)
+			wantLabelOver(t, pods[0].node, bandwidthKey, 49999)
+		},
+	}, {
+		line:  2911,
+		name:  "an Exists NodePool requirement isolates each team on its own nodes",
+		pools: []pool{anyCapacity("default", `{key: company.com/team, operator: Exists}`)},
+		setup: func(t *testing.T, r *rowRun) {
+			for _, team := range []string{"team-a", "team-b"} {
+				for i := range 2 {
+					r.pod(t, r.ns, fmt.Sprintf("%s-%d", team, i), "250m", "256Mi", labelled("team", team),
+						func(p *corev1.Pod) { p.Spec.NodeSelector[teamKey] = team })
+				}
+			}
+		},
+		check: func(t *testing.T, r *rowRun, pods []placed) {
+			wantNodes(t, pods, 2)
+			for _, p := range pods {
+				wantLabel(t, p.node, teamKey, p.pod.Labels["team"])
+			}
+		},
+	}, {
+		line:  2961,
+		name:  "a pod not selecting the Exists label still gets a node with a value for it",
+		pools: []pool{anyCapacity("default", `{key: company.com/team, operator: Exists}`)},
+		setup: func(t *testing.T, r *rowRun) { r.pod(t, r.ns, "teamless", "250m", "256Mi") },
+		check: func(t *testing.T, r *rowRun, pods []placed) {
+			wantNodes(t, pods, 1)
+			if pods[0].node.Labels[teamKey] == "" {
+				t.Errorf("node %s has no %s value; Karpenter generates one", pods[0].node.Name, teamKey)
+			}
+		},
+	}, {
+		line: 2967,
+		name: "a spread over capacity-spread values splits spot and on-demand 4 to 1",
+		pools: []pool{
+			{suffix: "spot", requirements: []string{
+				`{key: karpenter.sh/capacity-type, operator: In, values: [spot]}`,
+				`{key: capacity-spread, operator: In, values: ["2", "3", "4", "5"]}`,
+			}},
+			{suffix: "on-demand", requirements: []string{
+				`{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}`,
+				`{key: capacity-spread, operator: In, values: ["1"]}`,
+			}},
+		},
+		setup: func(t *testing.T, r *rowRun) {
+			for i := range 5 {
+				r.pod(t, r.ns, fmt.Sprintf("split-%d", i), "250m", "256Mi", labelled("dev", r.group), spread(spreadKey, corev1.DoNotSchedule, r.group))
+			}
+		},
+		check: func(t *testing.T, r *rowRun, pods []placed) {
+			wantNodes(t, pods, 5)
+			if got, want := countBy(pods, spreadKey), map[string]int{"1": 1, "2": 1, "3": 1, "4": 1, "5": 1}; !maps.Equal(got, want) {
+				t.Errorf("pods per %s %v, want %v", spreadKey, got, want)
+			}
+			if got, want := countBy(pods, capacityTypeKey), map[string]int{"spot": 4, "on-demand": 1}; !maps.Equal(got, want) {
+				t.Errorf("pods per capacity type %v, want %v", got, want)
 			}
 		},
 	}}
@@ -556,8 +780,8 @@ func (r *rowRun) namespace(t *testing.T, suffix string, labels map[string]string
 }
 
 // storageClass creates a WaitForFirstConsumer class without a provisioner (volumes are
-// created for it, as for local volumes), allowing zones when given.
-func (r *rowRun) storageClass(t *testing.T, zones []string) string {
+// created for it, as for local volumes), allowing zones (by the zone label key) when given.
+func (r *rowRun) storageClass(t *testing.T, key string, zones []string) string {
 	t.Helper()
 	sc := &storagev1.StorageClass{
 		ObjectMeta:        metav1.ObjectMeta{Name: r.group},
@@ -565,7 +789,7 @@ func (r *rowRun) storageClass(t *testing.T, zones []string) string {
 		VolumeBindingMode: ptr.To(storagev1.VolumeBindingWaitForFirstConsumer),
 	}
 	if len(zones) > 0 {
-		sc.AllowedTopologies = []corev1.TopologySelectorTerm{{MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{{Key: zoneKey, Values: zones}}}}
+		sc.AllowedTopologies = []corev1.TopologySelectorTerm{{MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{{Key: key, Values: zones}}}}
 	}
 	if _, err := env.Client.StorageV1().StorageClasses().Create(t.Context(), sc, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create storage class: %v", err)
@@ -576,9 +800,9 @@ func (r *rowRun) storageClass(t *testing.T, zones []string) string {
 	return sc.Name
 }
 
-// volume creates a 1Gi local PersistentVolume of class whose node affinity pins it to zone,
-// and returns its name.
-func (r *rowRun) volume(t *testing.T, class, zone string) string {
+// volume creates a 1Gi local PersistentVolume of class whose node affinity pins it to zone (by
+// the zone label key), and returns its name.
+func (r *rowRun) volume(t *testing.T, class, key, zone string) string {
 	t.Helper()
 	pv := &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: framework.UniqueName(r.group)},
@@ -589,7 +813,7 @@ func (r *rowRun) volume(t *testing.T, class, zone string) string {
 			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
 			PersistentVolumeSource:        corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: "/mnt/" + r.group}},
 			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-				MatchExpressions: []corev1.NodeSelectorRequirement{in(zoneKey, zone)},
+				MatchExpressions: []corev1.NodeSelectorRequirement{in(key, zone)},
 			}}}},
 		},
 	}
@@ -686,6 +910,22 @@ func in(key string, values ...string) corev1.NodeSelectorRequirement {
 
 func notIn(key string, values ...string) corev1.NodeSelectorRequirement {
 	return corev1.NodeSelectorRequirement{Key: key, Operator: corev1.NodeSelectorOpNotIn, Values: values}
+}
+
+func exists(key string) corev1.NodeSelectorRequirement {
+	return corev1.NodeSelectorRequirement{Key: key, Operator: corev1.NodeSelectorOpExists}
+}
+
+func gt(key, value string) corev1.NodeSelectorRequirement {
+	return corev1.NodeSelectorRequirement{Key: key, Operator: corev1.NodeSelectorOpGt, Values: []string{value}}
+}
+
+// limit sets a limit on the extended resource name (its request defaults to it), as the seed's
+// accelerator and pod ENI examples do.
+func limit(name corev1.ResourceName, quantity string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{name: resource.MustParse(quantity)}
+	}
 }
 
 func affinity(p *corev1.Pod) *corev1.Affinity {
@@ -798,6 +1038,24 @@ func wantLabel(t *testing.T, node *corev1.Node, key, value string) {
 	t.Helper()
 	if got := node.Labels[key]; got != value {
 		t.Errorf("node %s has %s=%q, want %q", node.Name, key, got, value)
+	}
+}
+
+// wantLabelOver: node has an integer label key above min.
+func wantLabelOver(t *testing.T, node *corev1.Node, key string, min int64) {
+	t.Helper()
+	value, ok := node.Labels[key]
+	n, err := strconv.ParseInt(value, 10, 64)
+	if !ok || err != nil || n <= min {
+		t.Errorf("node %s has %s=%q, want an integer over %d", node.Name, key, value, min)
+	}
+}
+
+// wantAllocatable: node allocates at least n of the resource name.
+func wantAllocatable(t *testing.T, node *corev1.Node, name corev1.ResourceName, n int64) {
+	t.Helper()
+	if q := node.Status.Allocatable[name]; q.Value() < n {
+		t.Errorf("node %s (%s) allocates %s %s, want at least %d", node.Name, node.Labels[instanceTypeKey], q.String(), name, n)
 	}
 }
 

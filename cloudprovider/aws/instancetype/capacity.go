@@ -122,6 +122,12 @@ func podENIs(info *ec2types.InstanceTypeInfo) int64 {
 	if !ok {
 		return 0
 	}
+	return BranchInterfaces(size)
+}
+
+// BranchInterfaces is the number of branch interfaces the VPC resource controller gives a
+// trunk-capable (Nitro, not burstable) instance of size, 0 for a size it does not list.
+func BranchInterfaces(size string) int64 {
 	return podENIBySize[size]
 }
 

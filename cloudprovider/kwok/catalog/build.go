@@ -19,6 +19,14 @@ import (
 // root volume.
 var DefaultEphemeralStorage = resource.MustParse("20Gi")
 
+// Extended resources of the catalog's types, named as their device plugins and the VPC resource
+// controller advertise them.
+const (
+	ResourceNeuron     corev1.ResourceName = "aws.amazon.com/neuron"
+	ResourceNeuronCore corev1.ResourceName = "aws.amazon.com/neuroncore"
+	ResourcePodENI     corev1.ResourceName = "vpc.amazonaws.com/pod-eni"
+)
+
 // BuildOptions say how capacity becomes allocatable.
 type BuildOptions struct {
 	// VMMemoryOverheadPercent is the fraction of advertised memory a node does not report;
@@ -93,6 +101,12 @@ func (s *InstanceType) validate() error {
 	if s.GPU != nil && (s.GPU.Count <= 0 || s.GPU.ResourceName == "") {
 		errs = append(errs, errors.New("gpu needs a positive count and a resourceName"))
 	}
+	if s.Neuron != nil && (s.Neuron.Name == "" || s.Neuron.Count <= 0 || s.Neuron.Cores <= 0) {
+		errs = append(errs, errors.New("neuron needs a name, a positive count and positive cores"))
+	}
+	if s.PodENI < 0 {
+		errs = append(errs, fmt.Errorf("podENI %d is negative", s.PodENI))
+	}
 	if len(s.Offerings) == 0 {
 		errs = append(errs, errors.New("no offerings"))
 	}
@@ -140,6 +154,11 @@ func (s *InstanceType) requirements(offerings cloudprovider.Offerings) schedulin
 		labels[awsv1.LabelInstanceGPUCount] = strconv.FormatInt(g.Count, 10)
 		labels[awsv1.LabelInstanceGPUMemory] = strconv.FormatInt(g.MemoryMiB, 10)
 	}
+	if n := s.Neuron; n != nil {
+		labels[awsv1.LabelInstanceAcceleratorName] = n.Name
+		labels[awsv1.LabelInstanceAcceleratorManufacturer] = "aws"
+		labels[awsv1.LabelInstanceAcceleratorCount] = strconv.FormatInt(n.Count, 10)
+	}
 	for k, v := range s.Labels {
 		labels[k] = v
 	}
@@ -180,6 +199,13 @@ func (s *InstanceType) capacity(opts BuildOptions) corev1.ResourceList {
 	}
 	if s.GPU != nil {
 		capacity[corev1.ResourceName(s.GPU.ResourceName)] = *resource.NewQuantity(s.GPU.Count, resource.DecimalSI)
+	}
+	if s.Neuron != nil {
+		capacity[ResourceNeuron] = *resource.NewQuantity(s.Neuron.Count, resource.DecimalSI)
+		capacity[ResourceNeuronCore] = *resource.NewQuantity(s.Neuron.Count*s.Neuron.Cores, resource.DecimalSI)
+	}
+	if s.PodENI > 0 {
+		capacity[ResourcePodENI] = *resource.NewQuantity(s.PodENI, resource.DecimalSI)
 	}
 	return capacity
 }

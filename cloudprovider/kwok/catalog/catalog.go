@@ -12,7 +12,7 @@ import (
 
 //go:generate go run ./gen -o catalog.json
 
-// defaultCatalog is catalog.json: about 200 EC2-like instance types in the zones test-zone-a to
+// defaultCatalog is catalog.json: about 230 EC2-like instance types in the zones test-zone-a to
 // test-zone-d, with spot and on-demand offerings.
 //
 //go:embed catalog.json
@@ -24,9 +24,9 @@ type File struct {
 }
 
 // InstanceType describes one type. The labels node.kubernetes.io/instance-type,
-// kubernetes.io/arch, kubernetes.io/os, karpenter.k8s.aws/instance-cpu, -memory, -pods and the GPU
-// labels are derived from the fields; Labels adds the rest (category, family, generation, size,
-// ...).
+// kubernetes.io/arch, kubernetes.io/os, karpenter.k8s.aws/instance-cpu, -memory, -pods, the GPU
+// and the accelerator (Neuron) labels are derived from the fields; Labels adds the rest
+// (category, family, generation, size, ...).
 type InstanceType struct {
 	Name string `json:"name"`
 	// Arch is amd64 or arm64.
@@ -42,6 +42,11 @@ type InstanceType struct {
 	Pods int64 `json:"pods"`
 	// GPU is set on accelerated types.
 	GPU *GPU `json:"gpu,omitempty"`
+	// Neuron is set on types with AWS Inferentia or Trainium devices.
+	Neuron *Neuron `json:"neuron,omitempty"`
+	// PodENI is the number of branch network interfaces the VPC resource controller gives a
+	// node for security groups for pods (the vpc.amazonaws.com/pod-eni resource), 0 for none.
+	PodENI int64 `json:"podENI,omitempty"`
 	// Labels are further single-valued labels of the type.
 	Labels    map[string]string `json:"labels,omitempty"`
 	Offerings []Offering        `json:"offerings"`
@@ -56,6 +61,17 @@ type GPU struct {
 	MemoryMiB int64 `json:"memoryMiB"`
 	// ResourceName is the extended resource the device plugin advertises, e.g. nvidia.com/gpu.
 	ResourceName string `json:"resourceName"`
+}
+
+// Neuron describes a type's Neuron devices: they are advertised as aws.amazon.com/neuron (one
+// per device) and aws.amazon.com/neuroncore (Cores per device), as the AWS Neuron device plugin
+// does.
+type Neuron struct {
+	// Name is the device model, e.g. inferentia2.
+	Name  string `json:"name"`
+	Count int64  `json:"count"`
+	// Cores is the number of NeuronCores of one device.
+	Cores int64 `json:"cores"`
 }
 
 // Offering is one zone and capacity type a type can be bought in.

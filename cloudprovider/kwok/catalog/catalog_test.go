@@ -107,12 +107,63 @@ func TestDefaultCatalogGPUs(t *testing.T) {
 		t.Fatalf("%d types match instance-gpu-count > 0, want at least 10", len(gpuTypes))
 	}
 	for _, it := range gpuTypes {
-		gpus := it.Capacity["nvidia.com/gpu"]
+		resource := corev1.ResourceName("nvidia.com/gpu")
+		if it.Requirements.Get(awsv1.LabelInstanceGPUManufacturer).Any() == "amd" {
+			resource = "amd.com/gpu"
+		}
+		gpus := it.Capacity[resource]
 		if gpus.Value() < 1 || it.Requirements.Get(awsv1.LabelInstanceGPUCount).Any() != gpus.String() {
-			t.Errorf("%s: nvidia.com/gpu %s does not match its gpu-count label", it.Name, gpus.String())
+			t.Errorf("%s: %s %s does not match its gpu-count label", it.Name, resource, gpus.String())
 		}
 		if !strings.HasPrefix(it.Name, "g") && !strings.HasPrefix(it.Name, "p") {
 			t.Errorf("%s matches a GPU requirement", it.Name)
+		}
+	}
+}
+
+// TestDefaultCatalogEC2Facts: the Neuron types advertise their devices and cores as the Neuron
+// device plugin does, with the accelerator labels; Nitro types advertise pod ENIs, burstable ones
+// do not; types EC2 has carry its baseline network bandwidth, made-up shapes none.
+func TestDefaultCatalogEC2Facts(t *testing.T) {
+	byName := map[string]*cloudprovider.InstanceType{}
+	for _, it := range defaultTypes(t) {
+		byName[it.Name] = it
+	}
+	tests := []struct {
+		name                   string
+		neuron, cores, podENIs int64
+		accelerator, bandwidth string
+	}{
+		{name: "inf2.xlarge", neuron: 1, cores: 2, podENIs: 18, accelerator: "inferentia2", bandwidth: "2083"},
+		{name: "inf2.24xlarge", neuron: 6, cores: 12, podENIs: 107, accelerator: "inferentia2", bandwidth: "50000"},
+		{name: "trn1.2xlarge", neuron: 1, cores: 2, podENIs: 38, accelerator: "trainium", bandwidth: "3125"},
+		{name: "c5.large", podENIs: 9, bandwidth: "750"},
+		{name: "c5.8xlarge", podENIs: 54},
+		{name: "m6i.4xlarge", podENIs: 54, bandwidth: "6250"},
+		{name: "g5.xlarge", podENIs: 18, bandwidth: "2500"},
+		{name: "t3.large", bandwidth: "512"},
+	}
+	for _, tt := range tests {
+		it := byName[tt.name]
+		if it == nil {
+			t.Errorf("%s is not in the catalog", tt.name)
+			continue
+		}
+		for name, want := range map[corev1.ResourceName]int64{ResourceNeuron: tt.neuron, ResourceNeuronCore: tt.cores, ResourcePodENI: tt.podENIs} {
+			if got := it.Allocatable()[name]; got.Value() != want {
+				t.Errorf("%s allocates %s %s, want %d", tt.name, got.String(), name, want)
+			}
+		}
+		if got := it.Requirements.Get(awsv1.LabelInstanceAcceleratorName); tt.accelerator == "" && got.Operator() != corev1.NodeSelectorOpDoesNotExist ||
+			tt.accelerator != "" && got.Any() != tt.accelerator {
+			t.Errorf("%s: accelerator-name requirement %s, want %q", tt.name, got, tt.accelerator)
+		}
+		if got := it.Requirements.Get(awsv1.LabelInstanceNetworkBandwidth); tt.bandwidth == "" && got.Operator() != corev1.NodeSelectorOpDoesNotExist ||
+			tt.bandwidth != "" && got.Any() != tt.bandwidth {
+			t.Errorf("%s: network-bandwidth requirement %s, want %q", tt.name, got, tt.bandwidth)
+		}
+		if tt.neuron > 0 && it.Requirements.Get(corev1.LabelOSStable).Has("windows") {
+			t.Errorf("%s offers windows; the Neuron SDK is Linux only", tt.name)
 		}
 	}
 }
@@ -174,6 +225,8 @@ func TestParseAndBuildErrors(t *testing.T) {
 		{name: "bad arch", catalog: `{"instanceTypes": [{"name": "a", "arch": "s390x", "operatingSystems": ["linux"], "cpu": 2, "memoryMiB": 4096, "pods": 29, ` + offering + `}]}`, wantErr: "arch"},
 		{name: "no offerings", catalog: `{"instanceTypes": [{"name": "a", ` + valid + `}]}`, wantErr: "no offerings"},
 		{name: "bad capacity type", catalog: `{"instanceTypes": [{"name": "a", ` + valid + `, "offerings": [{"zone": "z1", "capacityType": "cheap", "price": 0.1}]}]}`, wantErr: "capacityType"},
+		{name: "neuron without cores", catalog: `{"instanceTypes": [{"name": "a", ` + valid + `, "neuron": {"name": "inferentia2", "count": 1}, ` + offering + `}]}`, wantErr: "neuron"},
+		{name: "negative pod ENIs", catalog: `{"instanceTypes": [{"name": "a", ` + valid + `, "podENI": -1, ` + offering + `}]}`, wantErr: "podENI"},
 		{name: "reserved without id", catalog: `{"instanceTypes": [{"name": "a", ` + valid + `, "offerings": [{"zone": "z1", "capacityType": "reserved", "price": 0.1}]}]}`, wantErr: "reservationID"},
 	}
 	for _, tt := range tests {

@@ -1,7 +1,11 @@
 // Command gen writes the kwok provider's default instance type catalog: EC2-like types of the
-// c, m, r, t, i, g and p families, Intel, AMD and Graviton, in four zones with spot and on-demand
-// offerings. Prices are modelled on EC2's us-east-1 list prices per vCPU; spot prices are 30-40 %
-// of on-demand, varying deterministically by type and zone so that zones differ.
+// c, m, r, t, i, g, p, inf and trn families, Intel, AMD and Graviton, in four zones with spot and
+// on-demand offerings. Prices are modelled on EC2's us-east-1 list prices per vCPU; spot prices
+// are 30-40 % of on-demand, varying deterministically by type and zone so that zones differ. The
+// AMD GPU (g4ad) and Neuron (inf2, trn1) types are taken as they are from the AWS provider's
+// instance-type facts (cloudprovider/aws/catalogdata), and so is the baseline network bandwidth
+// of every type EC2 has. Every type but the burstable ones advertises the
+// vpc.amazonaws.com/pod-eni branch interfaces the VPC resource controller gives its size.
 //
 //	go run ./gen -o catalog.json
 package main
@@ -15,9 +19,12 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"strings"
 
 	awsv1 "github.com/joinery-dev/joinery/apis/aws/v1"
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/cloudprovider/aws/catalogdata"
+	"github.com/joinery-dev/joinery/cloudprovider/aws/instancetype"
 	"github.com/joinery-dev/joinery/cloudprovider/kwok/catalog"
 )
 
@@ -132,6 +139,14 @@ var acceleratedTypes = func() []accelerated {
 	return out
 }()
 
+// ec2Types are the accelerated catalogdata types the catalog carries as EC2 has them: AMD GPU
+// and Neuron types on one network card, whose ENI-limited pod density follows from their
+// interfaces alone.
+var ec2Types = []string{
+	"g4ad.xlarge", "g4ad.2xlarge", "g4ad.4xlarge", "g4ad.8xlarge", "g4ad.16xlarge",
+	"inf2.xlarge", "inf2.8xlarge", "inf2.24xlarge", "inf2.48xlarge", "trn1.2xlarge",
+}
+
 // Generate returns the catalog.
 func Generate() catalog.File {
 	var f catalog.File
@@ -141,8 +156,10 @@ func Generate() catalog.File {
 			if fam.nvmePerCPUGB > 0 {
 				labels[awsv1.LabelInstanceLocalNVME] = strconv.FormatInt(fam.nvmePerCPUGB*s.cpu, 10)
 			}
-			f.InstanceTypes = append(f.InstanceTypes, instanceType(fam.name+"."+s.name, fam.arch, s.cpu, int64(fam.memPerCPUGiB*1024)*s.cpu, s.pods,
-				price(fam.pricePerCPU*float64(s.cpu)), nil, labels))
+			it := instanceType(fam.name+"."+s.name, fam.arch, s.cpu, int64(fam.memPerCPUGiB*1024)*s.cpu, s.pods,
+				price(fam.pricePerCPU*float64(s.cpu)), nil, labels)
+			it.PodENI = instancetype.BranchInterfaces(s.name)
+			f.InstanceTypes = append(f.InstanceTypes, it)
 		}
 	}
 	for _, fam := range burstableFamilies {
@@ -154,10 +171,55 @@ func Generate() catalog.File {
 	}
 	for _, a := range acceleratedTypes {
 		gpu := &catalog.GPU{Name: a.gpuName, Manufacturer: "nvidia", Count: a.gpuCount, MemoryMiB: a.gpuMemoryMiB, ResourceName: "nvidia.com/gpu"}
-		f.InstanceTypes = append(f.InstanceTypes, instanceType(a.family+"."+a.size.name, a.arch, a.size.cpu, a.memoryGiB*1024, a.size.pods,
-			a.price, gpu, commonLabels(a.category, a.family, a.generation, a.size.name, a.cpuMaker)))
+		it := instanceType(a.family+"."+a.size.name, a.arch, a.size.cpu, a.memoryGiB*1024, a.size.pods,
+			a.price, gpu, commonLabels(a.category, a.family, a.generation, a.size.name, a.cpuMaker))
+		it.PodENI = instancetype.BranchInterfaces(a.size.name)
+		f.InstanceTypes = append(f.InstanceTypes, it)
+	}
+	for _, name := range ec2Types {
+		f.InstanceTypes = append(f.InstanceTypes, ec2Type(name))
+	}
+	for i := range f.InstanceTypes {
+		addNetworkBandwidth(&f.InstanceTypes[i])
 	}
 	return f
+}
+
+// addNetworkBandwidth labels it with the baseline network bandwidth in megabits that EC2
+// publishes for the type of its name and shape (as the AWS provider derives the label); a type
+// EC2 does not have (say c5.8xlarge) gets none.
+func addNetworkBandwidth(it *catalog.InstanceType) {
+	d, ok := catalogdata.Lookup(it.Name)
+	if !ok || int64(d.VCPUs) != it.CPU || d.MemoryMiB != it.MemoryMiB || d.BaselineGbps <= 0 {
+		return
+	}
+	it.Labels[awsv1.LabelInstanceNetworkBandwidth] = strconv.FormatInt(int64(d.BaselineGbps*1000+0.5), 10)
+}
+
+// ec2Type is the named accelerated type from catalogdata, Linux only as the catalog's other
+// accelerated types (and the Neuron SDK) are.
+func ec2Type(name string) catalog.InstanceType {
+	d, ok := catalogdata.Lookup(name)
+	if !ok || (d.Neuron == nil && (d.GPU == nil || d.GPU.Manufacturer != "AMD")) || d.NetworkCards > 1 || d.Arch != "x86_64" {
+		panic(fmt.Sprintf("%s is not a single-card x86_64 Neuron or AMD GPU type of catalogdata", name))
+	}
+	category, _, _ := strings.Cut(d.Family, strconv.Itoa(d.Generation))
+	labels := commonLabels(category, d.Family, d.Generation, d.Size, strings.ToLower(d.CPU))
+	if d.InstanceStoreTotalGB > 0 {
+		labels[awsv1.LabelInstanceLocalNVME] = strconv.FormatInt(d.InstanceStoreTotalGB, 10)
+	}
+	pods := int64(d.MaxENIs)*int64(d.IPv4PerENI-1) + 2
+	it := instanceType(name, "amd64", int64(d.VCPUs), d.MemoryMiB, pods, price(d.OnDemandUSD), nil, labels)
+	it.OperatingSystems = []string{"linux"}
+	if g := d.GPU; g != nil {
+		it.GPU = &catalog.GPU{Name: strings.ToLower(strings.ReplaceAll(g.Name, " ", "-")), Manufacturer: "amd", Count: int64(g.Count),
+			MemoryMiB: int64(g.MemoryMiB), ResourceName: "amd.com/gpu"}
+	}
+	if n := d.Neuron; n != nil {
+		it.Neuron = &catalog.Neuron{Name: strings.ToLower(n.Name), Count: int64(n.Count), Cores: int64(n.Cores)}
+	}
+	it.PodENI = instancetype.BranchInterfaces(d.Size)
+	return it
 }
 
 func commonLabels(category, family string, generation int, size, cpuMaker string) map[string]string {
