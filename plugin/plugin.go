@@ -44,6 +44,8 @@ type Plugin struct {
 	ctx context.Context
 	// leader gates the batch loop; nil means always leading.
 	leader Leadership
+	// synced tells Readiness that the caches have synced.
+	synced func()
 
 	mu            sync.Mutex
 	pending       *pendingSet
@@ -82,7 +84,7 @@ func newPlugin(ctx context.Context, args ProvisionerArgs, profile string, deps d
 	if deps.clock == nil {
 		deps.clock = clock.RealClock{}
 	}
-	return &Plugin{
+	p := &Plugin{
 		args:          args,
 		profile:       profile,
 		names:         sets.New(args.SchedulerNames...),
@@ -95,6 +97,7 @@ func newPlugin(ctx context.Context, args ProvisionerArgs, profile string, deps d
 		client:        deps.client,
 		planner:       deps.planner,
 		leader:        deps.leader,
+		synced:        func() {},
 		batcher:       NewBatcher(deps.clock, args.BatchIdleDuration.Duration, args.BatchMaxDuration.Duration),
 		pending:       newPendingSet(),
 		waits:         newWaitBook(),
@@ -108,6 +111,11 @@ func newPlugin(ctx context.Context, args ProvisionerArgs, profile string, deps d
 		quarantined:   map[types.UID]time.Time{},
 		ctx:           ctx,
 	}
+	if deps.planner != nil {
+		// Only a plugin that provisions syncs caches the batch loop waits for.
+		p.synced = Readiness.register()
+	}
+	return p
 }
 
 // Name implements fwk.Plugin.

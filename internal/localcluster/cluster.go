@@ -81,6 +81,7 @@ type Cluster struct {
 	kwokPort                      int
 	awsEmulatorPort               int
 	schedulerPort                 int
+	schedulerReadinessPort        int
 	controllerMetricsPort         int
 	controllerProbePort           int
 	controllerManagerDir, kwokDir string
