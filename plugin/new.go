@@ -34,6 +34,8 @@ type Options struct {
 	// Leader gates provisioning; nil (a scheduler without leader election, tests) means this
 	// process always leads.
 	Leader Leadership
+	// Readiness learns when each provisioning plugin's caches have synced; nil tracks nothing.
+	Readiness *SyncTracker
 }
 
 // New returns the plugin factory kube-scheduler calls for each profile that enables the plugin
@@ -105,6 +107,7 @@ func (o Options) build(ctx context.Context, obj runtime.Object, handle fwk.Handl
 		client:    c,
 		planner:   planner,
 		leader:    o.Leader,
+		readiness: o.Readiness,
 	})
 
 	podsWatched, err := podInformer.Informer().AddEventHandler(p.podHandler(ctx))

@@ -46,6 +46,8 @@ type Plugin struct {
 	ctx context.Context
 	// leader gates the batch loop; nil means always leading.
 	leader Leadership
+	// synced tells the readiness tracker that the caches have synced.
+	synced func()
 
 	mu            sync.Mutex
 	pending       *pendingSet
@@ -78,13 +80,14 @@ type dependencies struct {
 	client    client.Client
 	planner   simulation.Planner
 	leader    Leadership
+	readiness *SyncTracker
 }
 
 func newPlugin(ctx context.Context, args ProvisionerArgs, profile string, deps dependencies) *Plugin {
 	if deps.clock == nil {
 		deps.clock = clock.RealClock{}
 	}
-	return &Plugin{
+	p := &Plugin{
 		args:          args,
 		profile:       profile,
 		names:         sets.New(args.SchedulerNames...),
@@ -97,6 +100,7 @@ func newPlugin(ctx context.Context, args ProvisionerArgs, profile string, deps d
 		client:        deps.client,
 		planner:       deps.planner,
 		leader:        deps.leader,
+		synced:        func() {},
 		batcher:       NewBatcher(deps.clock, args.BatchIdleDuration.Duration, args.BatchMaxDuration.Duration),
 		pending:       newPendingSet(),
 		waits:         newWaitBook(),
@@ -110,6 +114,11 @@ func newPlugin(ctx context.Context, args ProvisionerArgs, profile string, deps d
 		quarantined:   map[types.UID]time.Time{},
 		ctx:           ctx,
 	}
+	if deps.planner != nil {
+		// Only a plugin that provisions syncs caches the batch loop waits for.
+		p.synced = deps.readiness.register()
+	}
+	return p
 }
 
 // Name implements fwk.Plugin.

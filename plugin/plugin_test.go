@@ -81,6 +81,12 @@ type testEnv struct {
 // withPlanner false builds it as a scheduler without a solver does.
 func newTestPlugin(t *testing.T, withPlanner bool, pods ...*corev1.Pod) *testEnv {
 	t.Helper()
+	return newTrackedTestPlugin(t, withPlanner, nil, pods...)
+}
+
+// newTrackedTestPlugin is newTestPlugin with a readiness tracker (Options.Readiness).
+func newTrackedTestPlugin(t *testing.T, withPlanner bool, readiness *SyncTracker, pods ...*corev1.Pod) *testEnv {
+	t.Helper()
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	for _, pod := range pods {
 		if err := indexer.Add(pod); err != nil {
@@ -97,6 +103,7 @@ func newTestPlugin(t *testing.T, withPlanner bool, pods ...*corev1.Pod) *testEnv
 		clock:     clock,
 		pods:      corelisters.NewPodLister(indexer),
 		activator: activator,
+		readiness: readiness,
 	}
 	if withPlanner {
 		deps.planner = plannerFunc(func(context.Context, []*corev1.Pod) (*simulation.Plan, error) {

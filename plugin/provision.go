@@ -22,6 +22,7 @@ func (p *Plugin) run(ctx context.Context, synced func(context.Context) bool) {
 	if !synced(ctx) {
 		return
 	}
+	p.synced()
 	if p.leader != nil {
 		klog.FromContext(ctx).Info("provisioning waits for this scheduler to lead")
 		select {

@@ -32,21 +32,26 @@ func main() {
 	// Only the elected leader provisions: the plugin waits on the gate, which the command opens
 	// when this process takes the scheduler's lease (or at once without leader election).
 	gate := plugin.NewLeaderGate()
-	provisioner := plugin.New(plugin.Options{NewPlanner: planners.New, Leader: gate})
+	// Readiness learns when every profile's Provisioner has synced (--readiness-bind-address).
+	synced := plugin.NewSyncTracker()
+	provisioner := plugin.New(plugin.Options{NewPlanner: planners.New, Leader: gate, Readiness: synced})
 	command := newSchedulerCommand(gate, app.WithPlugin(plugin.Name, provisioner))
 	providers := &providerFlags{}
+	readiness := &readinessServer{}
 	joineryFlags := flag.NewFlagSet("joinery", flag.ContinueOnError)
 	providers.bind(joineryFlags)
+	readiness.bind(joineryFlags)
 	command.Flags().AddGoFlagSet(joineryFlags)
 	addHelpSection(command, joineryFlags)
-	wrapRun(command, planners, providers)
+	wrapRun(command, planners, providers, readiness, synced)
 	os.Exit(cli.Run(command))
 }
 
 // wrapRun makes --version report joinery's version (kube-scheduler's own flag prints only the
 // Kubernetes one), gives --config to the planners, which build their framework from it, and
-// sets up the cloud provider's instance types for as long as the scheduler runs.
-func wrapRun(command *cobra.Command, planners *planner.Config, providers *providerFlags) {
+// sets up the cloud provider's instance types for as long as the scheduler runs, and serves
+// the Provisioner's readiness.
+func wrapRun(command *cobra.Command, planners *planner.Config, providers *providerFlags, readiness *readinessServer, synced *plugin.SyncTracker) {
 	run := command.RunE
 	command.RunE = func(cmd *cobra.Command, args []string) error {
 		if f := cmd.Flags().Lookup("version"); f != nil && f.Changed && f.Value.String() != "false" {
@@ -63,6 +68,9 @@ func wrapRun(command *cobra.Command, planners *planner.Config, providers *provid
 			return err
 		}
 		planners.InstanceTypes = instanceTypes
+		if err := readiness.serve(ctx, synced); err != nil {
+			return err
+		}
 		return run(cmd, args)
 	}
 }

@@ -218,3 +218,27 @@ func awaitBlockedEvent(t *testing.T, name, want string) {
 		return false, fmt.Errorf("events: %q", notes)
 	})
 }
+
+// driftEvaluations is Karpenter's count of the drift method's evaluations.
+const driftEvaluations = "karpenter_voluntary_disruption_decision_evaluation_duration_seconds_count"
+
+// awaitDriftEvaluations waits until the disruption loop has evaluated the drift method n more
+// times than when called: a sign it looked at the cluster again, for a test asserting that
+// looking changed nothing.
+func awaitDriftEvaluations(t *testing.T, n float64) {
+	t.Helper()
+	before, err := env.ControllerMetric(t.Context(), driftEvaluations, `method="drift"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, timeout, fmt.Sprintf("%v more evaluations of the drift method", n), func(ctx context.Context) (bool, error) {
+		now, err := env.ControllerMetric(ctx, driftEvaluations, `method="drift"`)
+		if err != nil {
+			return false, err
+		}
+		if now < before+n {
+			return false, fmt.Errorf("%v evaluations, from %v", now, before)
+		}
+		return true, nil
+	})
+}

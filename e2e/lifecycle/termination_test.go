@@ -4,14 +4,15 @@ import (
 	"context"
 	"slices"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/joinery-dev/joinery/controller/nodeclaim/termination"
 	"github.com/joinery-dev/joinery/e2e/framework"
 )
 
@@ -60,8 +61,17 @@ func TestTerminationWaitsForVolumeDetachment(t *testing.T) {
 		}
 		return slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == "karpenter.sh/disrupted" }), nil
 	})
-	// Give the termination time to go past the drain: it must stop at the attachment.
-	time.Sleep(5 * time.Second)
+	// The termination reaches the attachment and says it waits for it; the node must still be
+	// there, finalizer and all, after that.
+	framework.Eventually(t, readyTimeout, "AwaitingVolumeDetachment event on node "+name, func(ctx context.Context) (bool, error) {
+		list, err := env.Client.EventsV1().Events(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		return slices.ContainsFunc(list.Items, func(ev eventsv1.Event) bool {
+			return ev.Regarding.Kind == "Node" && ev.Regarding.Name == name && ev.Reason == termination.EventAwaitingVolumeDetachment
+		}), nil
+	})
 	node, err := env.Client.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("node terminated while its volume was attached: %v", err)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -164,8 +163,34 @@ func TestNodePoolLimitsCapCapacity(t *testing.T) {
 		return true, nil
 	})
 
-	// Settled: the NodePool's NodeClaims stay within its limit.
-	time.Sleep(2 * time.Second)
+	// Settled. One more pod like the others makes the plugin plan a batch after everything
+	// above was decided; its FailedScheduling event says the NodePool has no room left (so
+	// that batch saw the limit reached, and every earlier batch's NodeClaims exist), and the
+	// NodeClaims stay within the limit.
+	probe := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: group + "-probe", Namespace: ns, Labels: map[string]string{"joinery.dev/e2e-group": group}},
+		Spec:       framework.GroupPodSpec(group, "1", "256Mi"),
+	}
+	if _, err := env.Client.CoreV1().Pods(ns).Create(t.Context(), probe, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create pod %s: %v", probe.Name, err)
+	}
+	framework.Eventually(t, runningTimeout, "pod "+probe.Name+" reported unschedulable by the plugin", func(ctx context.Context) (bool, error) {
+		events, err := env.Client.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		var notes []string
+		for _, ev := range events.Items {
+			if ev.Regarding.Name != probe.Name || ev.Reason != "FailedScheduling" {
+				continue
+			}
+			if strings.Contains(ev.Note, "no NodePool fits") {
+				return true, nil
+			}
+			notes = append(notes, ev.Note)
+		}
+		return false, fmt.Errorf("FailedScheduling events of the pod: %q", notes)
+	})
 	list, err := env.Dynamic.Resource(framework.NodeClaims).List(t.Context(), metav1.ListOptions{LabelSelector: "karpenter.sh/nodepool=" + group})
 	if err != nil {
 		t.Fatalf("list nodeclaims: %v", err)

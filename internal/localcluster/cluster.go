@@ -81,6 +81,7 @@ type Cluster struct {
 	kwokPort                      int
 	awsEmulatorPort               int
 	schedulerPort                 int
+	schedulerReadinessPort        int
 	controllerMetricsPort         int
 	controllerProbePort           int
 	controllerManagerDir, kwokDir string
@@ -297,6 +298,11 @@ func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.restConfi
 
 // KubeconfigPath is the admin kubeconfig file, for kubectl and out-of-process components.
 func (c *Cluster) KubeconfigPath() string { return c.kubeconfigPath }
+
+// ControllerMetricsURL is where joinery-controller serves its Prometheus metrics.
+func (c *Cluster) ControllerMetricsURL() string {
+	return fmt.Sprintf("http://127.0.0.1:%d/metrics", c.controllerMetricsPort)
+}
 
 // LogsDir holds one <component>.log per component.
 func (c *Cluster) LogsDir() string {

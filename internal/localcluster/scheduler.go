@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -93,7 +94,11 @@ func (c *Cluster) joineryScheduler() (component, error) {
 			if err != nil {
 				return nil, err
 			}
-			c.schedulerPort = port
+			readiness, err := freePort()
+			if err != nil {
+				return nil, err
+			}
+			c.schedulerPort, c.schedulerReadinessPort = port, readiness
 			args := []string{
 				"--config=" + configPath,
 				"--authentication-kubeconfig=" + c.kubeconfigPath,
@@ -102,12 +107,18 @@ func (c *Cluster) joineryScheduler() (component, error) {
 				"--secure-port=" + strconv.Itoa(port),
 				"--cert-dir=" + c.schedulerDir,
 				"--logging-format=json",
+				"--readiness-bind-address=127.0.0.1:" + strconv.Itoa(readiness),
 			}
 			return append(args, c.cloudProviderArgs(false)...), nil
 		},
+		// Healthy, and ready as the deploy manifests' probe sees it: every profile's
+		// Provisioner has synced its caches.
 		ready: func(ctx context.Context) error {
-			return probeOK(ctx, loopbackHTTPS, fmt.Sprintf("https://127.0.0.1:%d/healthz", c.schedulerPort))
+			if err := probeOK(ctx, loopbackHTTPS, fmt.Sprintf("https://127.0.0.1:%d/healthz", c.schedulerPort)); err != nil {
+				return err
+			}
+			return probeOK(ctx, http.DefaultClient, fmt.Sprintf("http://127.0.0.1:%d/readyz", c.schedulerReadinessPort))
 		},
-		ports: func() []int { return []int{c.schedulerPort} },
+		ports: func() []int { return []int{c.schedulerPort, c.schedulerReadinessPort} },
 	}, nil
 }

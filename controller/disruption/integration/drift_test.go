@@ -2,7 +2,6 @@ package integration
 
 import (
 	"testing"
-	"time"
 )
 
 // TestDriftReplacesWhenPodsFitNowhereElse: the drifted node's pods do not fit on the other
@@ -21,7 +20,7 @@ func TestDriftReplacesWhenPodsFitNowhereElse(t *testing.T) {
 	if !w.tainted("old") {
 		t.Error("drifted node not tainted karpenter.sh/disrupted while its replacement launches")
 	}
-	time.Sleep(time.Second) // several passes of the loop and its queue
+	awaitPasses(t, 3) // the loop looks again, and must not delete the candidate yet
 	if !w.exists("old") {
 		t.Fatal("drifted NodeClaim deleted before its replacement was initialized")
 	}
@@ -63,7 +62,7 @@ func TestRestartInTheMiddleOfACommand(t *testing.T) {
 	stop()
 
 	startLoop(t)
-	time.Sleep(time.Second) // the new loop recovers and runs several passes
+	awaitPasses(t, 3) // the new loop recovers and looks again: no second replacement
 	if n := len(w.replacements()); n != 1 {
 		t.Fatalf("replacements after restart = %d, want 1", n)
 	}

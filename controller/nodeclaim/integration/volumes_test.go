@@ -4,15 +4,16 @@ import (
 	"context"
 	"slices"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/controller/nodeclaim/termination"
 )
 
 // TestTerminationWaitsForVolumeAttachments: a drained node whose volume is still attached is
@@ -38,8 +39,17 @@ func TestTerminationWaitsForVolumeAttachments(t *testing.T) {
 		}
 		return slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.DisruptedTaintKey }), nil
 	})
-	// Give the termination time to go past the drain; it must stop at the attachment.
-	time.Sleep(3 * time.Second)
+	// The termination reaches the attachment and says it waits for it: the node must still
+	// hold its finalizer after that.
+	await(t, "AwaitingVolumeDetachment event on node "+node.Name, func(ctx context.Context) (bool, error) {
+		list := &eventsv1.EventList{}
+		if err := admin.List(ctx, list); err != nil {
+			return false, err
+		}
+		return slices.ContainsFunc(list.Items, func(ev eventsv1.Event) bool {
+			return ev.Regarding.Kind == "Node" && ev.Regarding.Name == node.Name && ev.Reason == termination.EventAwaitingVolumeDetachment
+		}), nil
+	})
 	get(t, node)
 	if !slices.Contains(node.Finalizers, karpv1.TerminationFinalizer) {
 		t.Fatalf("node released while volume attachment %s remains", va.Name)

@@ -3,6 +3,7 @@ package termination
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,6 +32,10 @@ func volumeAttachmentNodeName(obj client.Object) []string {
 // volumeDetachPollInterval re-checks a node whose volumes are still attached, in case the
 // deletion of a VolumeAttachment is missed.
 const volumeDetachPollInterval = 5 * time.Second
+
+// EventAwaitingVolumeDetachment (Karpenter's reason) is recorded on a drained Node each time
+// its termination looks at its VolumeAttachments and waits for them.
+const EventAwaitingVolumeDetachment = "AwaitingVolumeDetachment"
 
 // awaitVolumeDetachment runs once node is drained, before its instance is terminated: a volume
 // detached by the attach-detach controller is released cleanly, while one torn away by the
@@ -76,6 +81,8 @@ func (d *drainer) awaitVolumeDetachment(ctx context.Context, node *corev1.Node, 
 		return 0, nil
 	}
 	log.FromContext(ctx).Info("waiting for volumes to detach", "volumeattachments", pending)
+	d.recorder.Eventf(node, nil, corev1.EventTypeNormal, EventAwaitingVolumeDetachment, "Terminate",
+		"Awaiting deletion of bound volumeattachments (%s)", strings.Join(pending, ", "))
 	wait := volumeDetachPollInterval
 	if bounded {
 		wait = min(wait, deadline.Sub(now))
