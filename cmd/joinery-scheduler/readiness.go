@@ -14,8 +14,9 @@ import (
 	"github.com/joinery-dev/joinery/plugin"
 )
 
-// readinessServer serves /readyz from the plugin's SyncTracker (plugin.Options.Readiness): kube-scheduler's own /readyz cannot
-// take a plugin's check, and the Provisioner syncs its caches in the background.
+// readinessServer serves /readyz from the plugin's SyncTracker (plugin.Options.Readiness):
+// kube-scheduler's own /readyz cannot take a plugin's check, and the Provisioner syncs its
+// caches in the background.
 type readinessServer struct {
 	address string
 }
