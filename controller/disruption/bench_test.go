@@ -9,15 +9,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/cloudprovider/kwok/catalog"
-	"github.com/joinery-dev/joinery/simulation"
-	"github.com/joinery-dev/joinery/simulation/solver"
 )
 
 type benchTypes cloudprovider.InstanceTypes
@@ -78,6 +74,7 @@ func benchCluster(n int) *Cluster {
 	return c
 }
 
+// benchSimulator is the real solver over the kwok provider's catalog.
 func benchSimulator(b testing.TB) *SolverSimulator {
 	b.Helper()
 	f, err := catalog.Default()
@@ -88,23 +85,7 @@ func benchSimulator(b testing.TB) *SolverSimulator {
 	if err != nil {
 		b.Fatal(err)
 	}
-	profile, err := simulation.DefaultProfile()
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	b.Cleanup(cancel)
-	clientset := fake.NewClientset()
-	factory := informers.NewSharedInformerFactory(clientset, 0)
-	view := &View{}
-	s, err := solver.New(ctx, solver.Options{State: view, InstanceTypes: benchTypes(its), Profile: profile,
-		Framework: simulation.FrameworkOptions{Client: clientset, InformerFactory: factory}, Unavailable: view.Unavailable})
-	if err != nil {
-		b.Fatal(err)
-	}
-	factory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
-	return NewSolverSimulator(s, view, nil)
+	return newSolverSimulator(b, its)
 }
 
 // BenchmarkDisruptionPass measures one pass of each method over n nodes: candidates (PDBs,
