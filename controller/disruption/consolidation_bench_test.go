@@ -8,53 +8,18 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
+	"github.com/joinery-dev/joinery/internal/testcatalog"
 	"github.com/joinery-dev/joinery/internal/testpods"
 	"github.com/joinery-dev/joinery/scheduling"
 )
 
 var benchConsolidationLarge = flag.Bool("consolidation.large", false, "also run BenchmarkConsolidation at 2000 nodes")
-
-// consolidationCatalog is the provisioning benchmark's catalog (simulation/solver
-// bench_test.go): bench-i for i = 1..400 with i cpu, 2i GiB, 10i pods, price 0.1·cpu +
-// 0.1·GB, spot in zones 1-2 and on-demand in zones 1-3, nothing reserved.
-func consolidationCatalog() cloudprovider.InstanceTypes {
-	var its cloudprovider.InstanceTypes
-	for i := int64(1); i <= 400; i++ {
-		name := fmt.Sprintf("bench-%d", i)
-		memory := resource.NewQuantity(2*i<<30, resource.BinarySI)
-		price := 0.1*float64(i) + 0.1*float64(memory.Value())/1e9
-		its = append(its, &cloudprovider.InstanceType{
-			Name: name,
-			Requirements: scheduling.NewRequirements(
-				scheduling.NewRequirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, name),
-				scheduling.NewRequirement(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "amd64"),
-				scheduling.NewRequirement(corev1.LabelOSStable, corev1.NodeSelectorOpIn, "linux"),
-				scheduling.NewRequirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "zone-1", "zone-2", "zone-3"),
-				scheduling.NewRequirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeSpot, karpv1.CapacityTypeOnDemand),
-			),
-			Offerings: cloudprovider.Offerings{
-				cloudprovider.NewOffering("zone-1", karpv1.CapacityTypeSpot, price, true),
-				cloudprovider.NewOffering("zone-2", karpv1.CapacityTypeSpot, price, true),
-				cloudprovider.NewOffering("zone-1", karpv1.CapacityTypeOnDemand, price, true),
-				cloudprovider.NewOffering("zone-2", karpv1.CapacityTypeOnDemand, price, true),
-				cloudprovider.NewOffering("zone-3", karpv1.CapacityTypeOnDemand, price, true),
-			},
-			Capacity: corev1.ResourceList{
-				corev1.ResourceCPU:    *resource.NewQuantity(i, resource.DecimalSI),
-				corev1.ResourceMemory: *memory,
-				corev1.ResourcePods:   *resource.NewQuantity(10*i, resource.DecimalSI),
-			},
-		})
-	}
-	return its
-}
 
 // consolidationCluster is n on-demand nodes of bench-8, bench-16 and bench-32 over three
 // zones, each filled to a utilisation drawn from 30-60 % (fixed seed) with pods of four
@@ -167,7 +132,7 @@ func BenchmarkConsolidation(b *testing.B) {
 	if *benchConsolidationLarge {
 		sizes = append(sizes, 2000)
 	}
-	its := consolidationCatalog()
+	its := testcatalog.Bench()
 	for _, n := range sizes {
 		c := consolidationCluster(n, its)
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {

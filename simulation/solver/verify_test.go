@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/internal/testcatalog"
 	"github.com/joinery-dev/joinery/simulation"
 )
 
@@ -63,7 +64,7 @@ func TestVerifyPlanRejects(t *testing.T) {
 
 // TestBenchmarkPlanVerifies runs the fidelity check on the benchmark workload's plan.
 func TestBenchmarkPlanVerifies(t *testing.T) {
-	its := benchInstanceTypes()
+	its := testcatalog.Bench()
 	state := &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default")}}
 	batch := benchPods(500)
 	s := newTestSolver(t, state, its)
