@@ -53,6 +53,26 @@ var labelTranslations = map[string]string{
 	"topology.ebs.csi.aws.com/zone":     corev1.LabelTopologyZone,
 }
 
+// LabelAliases returns the keys of labelTranslations that labels lacks a value for but real
+// nodes carry, each with the value of the well-known key it stands for in labels (the kubelet
+// sets the beta keys, the EBS CSI driver its zone key). Nodes joinery makes — hypothetical or
+// kwok — carry them so that pods and volumes selecting them find them.
+func LabelAliases(labels map[string]string) map[string]string {
+	aliases := map[string]string{}
+	for alias, key := range labelTranslations {
+		if v, ok := labels[key]; ok {
+			aliases[alias] = v
+		}
+	}
+	return aliases
+}
+
+// IsLabelAlias reports whether key is one of the keys LabelAliases sets.
+func IsLabelAlias(key string) bool {
+	_, ok := labelTranslations[key]
+	return ok
+}
+
 // NormalizeLabelKey returns the well-known key that key stands for (see labelTranslations), or
 // key itself. Requirements built from pods and volumes go through it, so a pod selecting
 // failure-domain.beta.kubernetes.io/zone is matched against NodePools' topology.kubernetes.io/zone.

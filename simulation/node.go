@@ -25,33 +25,18 @@ type NodeTemplate struct {
 // provisions carry it in their node affinity.
 const EBSZoneLabelKey = "topology.ebs.csi.aws.com/zone"
 
-// labelAliases are labels real nodes carry besides the well-known ones, with the same value:
-// the deprecated beta keys the kubelet still sets, and the EBS CSI driver's zone key. Pods and
-// volumes may select them (the requirements algebra reads them as the stable key), so the
-// Filters must find them on hypothetical nodes too.
-var labelAliases = []struct{ alias, key string }{
-	{EBSZoneLabelKey, corev1.LabelTopologyZone},
-	{corev1.LabelFailureDomainBetaZone, corev1.LabelTopologyZone},
-	{corev1.LabelFailureDomainBetaRegion, corev1.LabelTopologyRegion},
-	{corev1.LabelInstanceType, corev1.LabelInstanceTypeStable},
-	{"beta.kubernetes.io/arch", corev1.LabelArchStable},
-	{"beta.kubernetes.io/os", corev1.LabelOSStable},
-}
-
 // NewHypotheticalNode builds the Node the Filters see for t: labels (with
-// kubernetes.io/hostname set to the name, as the kubelet sets it, and each alias in
-// labelAliases set to its key's value), taints, and allocatable equal to capacity, Ready.
+// kubernetes.io/hostname set to the name, as the kubelet sets it, and each of
+// scheduling.LabelAliases set to its key's value), taints, and allocatable equal to capacity, Ready.
 func NewHypotheticalNode(t NodeTemplate) *corev1.Node {
 	labels := t.Requirements.Labels()
 	maps.Copy(labels, t.Labels)
 	if _, ok := labels[corev1.LabelHostname]; !ok {
 		labels[corev1.LabelHostname] = t.Name
 	}
-	for _, a := range labelAliases {
-		if v, ok := labels[a.key]; ok {
-			if _, set := labels[a.alias]; !set {
-				labels[a.alias] = v
-			}
+	for alias, v := range scheduling.LabelAliases(labels) {
+		if _, set := labels[alias]; !set {
+			labels[alias] = v
 		}
 	}
 	return &corev1.Node{

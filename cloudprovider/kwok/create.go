@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -157,11 +158,8 @@ func buildNode(nodeClaim *karpv1.NodeClaim, reqs scheduling.Requirements, it *cl
 	}
 	labels[corev1.LabelOSStable] = chooseOS(it, reqs)
 	labels[corev1.LabelHostname] = name
-	for _, a := range labelAliases {
-		if v, ok := labels[a.key]; ok {
-			labels[a.alias] = v
-		}
-	}
+	// Real nodes carry the beta keys and the EBS zone key too (scheduling.LabelAliases).
+	maps.Copy(labels, scheduling.LabelAliases(labels))
 
 	taints := slices.Concat(nodeClaim.Spec.Taints, nodeClaim.Spec.StartupTaints)
 	unregistered := corev1.Taint{Key: karpv1.UnregisteredTaintKey, Effect: corev1.TaintEffectNoExecute}
@@ -182,26 +180,6 @@ func buildNode(nodeClaim *karpv1.NodeClaim, reqs scheduling.Requirements, it *cl
 			NodeInfo:    corev1.NodeSystemInfo{Architecture: labels[corev1.LabelArchStable], OperatingSystem: labels[corev1.LabelOSStable]},
 		},
 	}
-}
-
-// labelAliases are labels a real node carries besides the well-known ones, with the same value:
-// the deprecated beta keys the kubelet and the cloud node controller still set, and the EBS CSI
-// driver's zone key. Pods and volumes may select them (joinery reads them as the stable key, and
-// its simulated nodes carry them too), so kwok nodes carry them as well.
-var labelAliases = []labelAlias{
-	{"topology.ebs.csi.aws.com/zone", corev1.LabelTopologyZone},
-	{corev1.LabelFailureDomainBetaZone, corev1.LabelTopologyZone},
-	{corev1.LabelFailureDomainBetaRegion, corev1.LabelTopologyRegion},
-	{corev1.LabelInstanceType, corev1.LabelInstanceTypeStable},
-	{"beta.kubernetes.io/arch", corev1.LabelArchStable},
-	{"beta.kubernetes.io/os", corev1.LabelOSStable},
-}
-
-type labelAlias struct{ alias, key string }
-
-// isLabelAlias reports whether key is an alias of labelAliases.
-func isLabelAlias(key string) bool {
-	return slices.ContainsFunc(labelAliases, func(a labelAlias) bool { return a.alias == key })
 }
 
 // chooseOS picks the node's operating system among those the type runs and the NodeClaim allows:

@@ -11,6 +11,7 @@ import (
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
+	"github.com/joinery-dev/joinery/scheduling"
 )
 
 const (
@@ -108,7 +109,7 @@ func imageID(node *corev1.Node) string {
 func nodeLabels(node *corev1.Node) map[string]string {
 	labels := make(map[string]string, len(node.Labels))
 	for k, v := range node.Labels {
-		if k != corev1.LabelHostname && !isLabelAlias(k) {
+		if k != corev1.LabelHostname && !scheduling.IsLabelAlias(k) {
 			labels[k] = v
 		}
 	}
