@@ -16,6 +16,7 @@ import (
 
 	"github.com/joinery-dev/joinery/apis"
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/internal/featuregates"
 	"github.com/joinery-dev/joinery/simulation"
 )
 
@@ -36,6 +37,9 @@ type Options struct {
 	Leader Leadership
 	// Readiness learns when each provisioning plugin's caches have synced; nil tracks nothing.
 	Readiness *SyncTracker
+	// FeatureGates are Karpenter's gates (FEATURE_GATES; kube-scheduler's own --feature-gates
+	// flag is Kubernetes's). The zero value has every gate at Karpenter's default.
+	FeatureGates featuregates.Gates
 }
 
 // New returns the plugin factory kube-scheduler calls for each profile that enables the plugin

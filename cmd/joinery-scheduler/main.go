@@ -18,6 +18,7 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/version"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
+	"github.com/joinery-dev/joinery/internal/featuregates"
 	"github.com/joinery-dev/joinery/internal/version"
 	"github.com/joinery-dev/joinery/plugin"
 	"github.com/joinery-dev/joinery/plugin/planner"
@@ -34,7 +35,14 @@ func main() {
 	gate := plugin.NewLeaderGate()
 	// Readiness learns when every profile's Provisioner has synced (--readiness-bind-address).
 	synced := plugin.NewSyncTracker()
-	provisioner := plugin.New(plugin.Options{NewPlanner: planners.New, Leader: gate, Readiness: synced})
+	// Karpenter's gates come from FEATURE_GATES only: --feature-gates is kube-scheduler's flag
+	// for Kubernetes's own gates.
+	gates, err := featuregates.FromEnv(os.Getenv(featuregates.EnvVar))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	provisioner := plugin.New(plugin.Options{NewPlanner: planners.New, Leader: gate, Readiness: synced, FeatureGates: gates})
 	command := newSchedulerCommand(gate, app.WithPlugin(plugin.Name, provisioner))
 	providers := &providerFlags{}
 	readiness := &readinessServer{}
