@@ -36,17 +36,22 @@ generate: ## Generate deepcopy functions and the CRDs in manifests/crds
 verify: generate ## Fail when generated files are stale, code is not gofmt'ed, go vet complains, an import breaks the layout's rules or the tree is dirty
 	hack/verify.sh
 
+# The unit and integration packages; the e2e suites run the bin/ binaries in processes of
+# their own, which the race detector cannot see.
+UNIT_PACKAGES = $$($(GO) list ./... | grep -v /e2e/)
+
 .PHONY: test
+# The unit and integration packages run once, under the race detector (linking every test
+# binary twice, with and without -race, was most of CI's time); then the e2e suites.
 # -count=1: the e2e suites run bin/ binaries the test cache cannot see, so a cached pass could
 # hide a regression in them.
-test: tools build ## Unit, integration and e2e tests (what CI runs); integration and e2e tests start real clusters on 127.0.0.1
-	$(GO) test -count=1 $(TEST_FLAGS) ./...
+test: tools build ## Unit and integration tests under the race detector, then the e2e suites (what CI runs); integration and e2e tests start real clusters on 127.0.0.1
+	$(GO) test -race -count=1 $(TEST_FLAGS) $(UNIT_PACKAGES)
+	$(GO) test -count=1 $(TEST_FLAGS) ./e2e/...
 
-# The race detector over the unit and integration packages; the e2e suites run the bin/
-# binaries in processes of their own, which it cannot see.
 .PHONY: test-race
-test-race: tools ## Unit and integration tests under the race detector (what CI runs after make test)
-	$(GO) test -race -count=1 $(TEST_FLAGS) $$($(GO) list ./... | grep -v /e2e/)
+test-race: tools ## Only the unit and integration tests, under the race detector
+	$(GO) test -race -count=1 $(TEST_FLAGS) $(UNIT_PACKAGES)
 
 LOCALCLUSTER := .local/bin/localcluster
 # joinery's cloud provider on the local cluster: kwok, or aws (the AWS emulator).
