@@ -21,11 +21,11 @@ import (
 // node (20 "holder" pods, one per node, take the rest while the pods are placed, then go).
 // The NodePool (WhenEmptyOrUnderutilized) consolidates to the fewest nodes that hold the 20
 // pods, computed from the catalog; every pod keeps running, and the Deployment's PDB
-// (minAvailable 16) holds throughout: every change to its pods is watched and never fewer than
-// 16 are available, and none is ever Unschedulable.
+// (minAvailable 19: one pod moves at a time) holds throughout: every change to its pods is
+// watched and never fewer than 19 are available, and none is ever Unschedulable.
 func TestUnderutilizedNodesConsolidate(t *testing.T) {
 	t.Parallel()
-	const nodes, minAvailable = 20, 16
+	const nodes, minAvailable = 20, 19
 	shape := poolShape{onDemand, []string{"c5.large"}}
 	pool := framework.UniqueName("quarter")
 	createNodePoolOf(t, pool, `  disruption: {consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 5s, budgets: [{nodes: "100%"}]}`, shape)
@@ -152,44 +152,55 @@ func TestShrunkPodsNodeIsReplacedByACheaperType(t *testing.T) {
 	if replacement.Annotations[disruption.ReplacementForAnnotationKey] == "" {
 		t.Errorf("%s is not a consolidation replacement (no %s)", replacement.Name, disruption.ReplacementForAnnotationKey)
 	}
+	if len(w.deletedEarly) > 0 {
+		t.Errorf("deleted before its replacement was initialized: %v", w.deletedEarly)
+	}
 	if len(unschedulable) > 0 {
 		t.Errorf("pods Unschedulable during the move: %v", unschedulable)
 	}
 }
 
-// TestSpotNodeIsDeletedNeverReplacedBySpot: two spot nodes each run one pod; both pods fit on
-// one node. With SpotToSpotConsolidation off (its default) one node is deleted and its pod
-// moves to the other, whose Unconsolidatable event says spot-to-spot is disabled; no other
-// NodeClaim is ever created in the NodePool (watched over the whole run), so no spot node was
-// replaced by spot.
+// TestSpotNodeIsDeletedNeverReplacedBySpot: two spot nodes each run one small pod, and both
+// pods fit on either node (each node was sized for a "holder" pod, now gone); one node of a
+// cheaper type would hold both. With SpotToSpotConsolidation off (its default), multi-node
+// consolidation may not replace the two by one spot node, so single-node consolidation deletes
+// one and its pod moves to the other, whose Unconsolidatable event then says spot-to-spot is
+// disabled; no NodeClaim is ever created in the NodePool after the two (watched over the whole
+// run). With the gate on, the two would be replaced by one cheaper spot node.
 func TestSpotNodeIsDeletedNeverReplacedBySpot(t *testing.T) {
 	t.Parallel()
-	const cpu = "700m"
+	const holder, small = "3", "500m"
 	shape := poolShape{karpv1.CapacityTypeSpot, c5OnDemand.types}
 	pool := framework.UniqueName("spot")
 	createNodePoolOf(t, pool, `  disruption: {consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 5s, budgets: [{nodes: "100%"}]}`, shape)
 	ns := env.Namespace(t)
 	w := watch(t, pool)
-	createDeployment(t, ns, pool, "web", 1, cpu)
-	first := env.AwaitPods(t, ns, "app=web", 1, timeout, running)[0]
-	// The second pod cannot join the first: it gets a node of its own.
-	cordon(t, first.Spec.NodeName, true)
-	scale(t, ns, "web", 2)
+	createDeployment(t, ns, pool, "holder", 2, holder, oneNodeEach)
+	env.AwaitPods(t, ns, "app=holder", 2, timeout, running)
+	createDeployment(t, ns, pool, "web", 2, small)
 	if on := podNodes(env.AwaitPods(t, ns, "app=web", 2, timeout, running)); on.Len() != 2 {
-		t.Fatalf("2 pods on %v, want two nodes", sets.List(on))
+		t.Fatalf("2 pods on %v, want one on each node", sets.List(on))
 	}
-	cordon(t, first.Spec.NodeName, false)
+	if err := env.Client.AppsV1().Deployments(ns).Delete(t.Context(), "holder", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	original := mustNodeClaims(t, pool)
+	if len(original) != 2 {
+		t.Fatalf("NodeClaims %s, want two", summary(original))
+	}
+	total := 0.0
 	for _, nc := range original {
 		if ct := nc.Labels[karpv1.CapacityTypeLabelKey]; ct != karpv1.CapacityTypeSpot {
 			t.Fatalf("NodeClaim %s is %s, want spot", nc.Name, ct)
 		}
-		if n := podsPerNode(instanceTypes(t)[nc.Labels[corev1.LabelInstanceTypeStable]], cpu, "256Mi"); n < 2 {
-			t.Fatalf("a %s holds %d pods of %s cpu; the test needs both pods to fit on either node", nc.Labels[corev1.LabelInstanceTypeStable], n, cpu)
+		it := nc.Labels[corev1.LabelInstanceTypeStable]
+		if n := podsPerNode(instanceTypes(t)[it], small, "256Mi"); n < 2 {
+			t.Fatalf("a %s holds %d pods of %s cpu; the test needs both pods to fit on either node", it, n, small)
 		}
+		total += typePrice(t, it, karpv1.CapacityTypeSpot)
 	}
-	if len(original) != 2 {
-		t.Fatalf("NodeClaims %s, want two", summary(original))
+	if cheaper, p := cheapestHolding(t, shape.types, karpv1.CapacityTypeSpot, "1", "512Mi"); p >= total {
+		t.Fatalf("no spot node cheaper than the two ($%v) holds both pods (the cheapest, %s, costs $%v): spot-to-spot would not be tried", total, cheaper, p)
 	}
 
 	var survivor karpv1.NodeClaim
@@ -204,10 +215,10 @@ func TestSpotNodeIsDeletedNeverReplacedBySpot(t *testing.T) {
 		survivor = ncs[0]
 		return true, nil
 	})
-	// A replacement would have been launched before its candidate went.
+	// A replacement would have been launched before its candidates went.
 	originals := sets.New(original[0].Name, original[1].Name)
 	if others := w.seenNames().Difference(originals); others.Len() > 0 {
-		t.Errorf("NodeClaims created while a spot node was consolidated: %v", sets.List(others))
+		t.Fatalf("NodeClaims created while spot nodes were consolidated: %v", sets.List(others))
 	}
 	env.AwaitPods(t, ns, "app=web", 2, timeout, framework.RunningOn(survivor.Status.NodeName))
 	if n := disrupted(t, pool, karpv1.DisruptionReasonUnderutilized); n != 1 {

@@ -145,6 +145,9 @@ func TestScaleDownConsolidatesToFewestNodes(t *testing.T) {
 	if len(unschedulable) > 0 {
 		t.Errorf("pods Unschedulable during the move: %v", unschedulable)
 	}
+	if len(w.deletedEarly) > 0 {
+		t.Errorf("deleted before their replacements were initialized: %v", w.deletedEarly)
+	}
 	if disrupted(t, pool, karpv1.DisruptionReasonUnderutilized) == 0 {
 		t.Error("no NodeClaim was consolidated (reason Underutilized): emptiness alone cannot leave one node per pod")
 	}
@@ -155,6 +158,7 @@ func TestScaleDownConsolidatesToFewestNodes(t *testing.T) {
 // one NodeClaim of the NodePool is ever disrupting at once (sampled over the whole run), and
 // no candidate is deleted before its replacement is initialized.
 func TestDriftReplacesEveryNodeClaimOneAtATime(t *testing.T) {
+	t.Parallel()
 	pool := framework.UniqueName("drift")
 	createNodePool(t, pool, `  disruption: {consolidateAfter: Never, budgets: [{nodes: "1"}]}`)
 	ns := env.Namespace(t)
@@ -198,6 +202,7 @@ func TestDriftReplacesEveryNodeClaimOneAtATime(t *testing.T) {
 // expires, capacity for its pod is launched at that moment (pre-planned), and the pod runs
 // again there.
 func TestExpiredNodeClaimIsReplaced(t *testing.T) {
+	t.Parallel()
 	pool := framework.UniqueName("expire")
 	createNodePool(t, pool, `  disruption: {consolidateAfter: Never}`)
 	patchNodePool(t, pool, `{"spec": {"template": {"spec": {"expireAfter": "30s"}}}}`)
@@ -251,6 +256,7 @@ func TestExpiredNodeClaimIsReplaced(t *testing.T) {
 // annotated karpenter.sh/do-not-disrupt and the node whose pod a PDB protects stay, each with
 // a DisruptionBlocked event naming why.
 func TestDoNotDisruptNodeAndBlockingPDBKeepTheirNodes(t *testing.T) {
+	t.Parallel()
 	pool := framework.UniqueName("blocked")
 	createNodePool(t, pool, `  disruption: {consolidateAfter: Never, budgets: [{nodes: "100%"}]}`)
 	ns := env.Namespace(t)
@@ -298,6 +304,7 @@ func TestDoNotDisruptNodeAndBlockingPDBKeepTheirNodes(t *testing.T) {
 // stops reporting (kwok lets go of it, so its Ready goes Unknown) is replaced once Unknown
 // for longer than the (shortened) toleration; its pod runs on a new node.
 func TestNodeRepairReplacesUnknownNode(t *testing.T) {
+	t.Parallel()
 	pool := framework.UniqueName("repair")
 	createNodePool(t, pool, `  disruption: {consolidateAfter: Never}`)
 	ns := env.Namespace(t)
