@@ -421,6 +421,7 @@ func awaitDriftEvaluations(t *testing.T, n float64) {
 // the evaluation counted first is visible on the cluster by the time a later one is counted.
 func awaitEvaluations(t *testing.T, method string, n float64) {
 	t.Helper()
+	env.RequireLocal(t) // the controller's metrics
 	label := fmt.Sprintf("method=%q", method)
 	before, err := env.ControllerMetric(t.Context(), evaluations, label)
 	if err != nil {
@@ -524,12 +525,16 @@ func summary(ncs []karpv1.NodeClaim) string {
 const disruptedTotal = "karpenter_nodeclaims_disrupted_total"
 
 // disrupted is how many of the NodePool's NodeClaims joinery-controller has deleted for the
-// reason (Empty, Underutilized, ...). A counter, it misses no deletion however brief.
-func disrupted(t *testing.T, pool, reason string) int {
+// reason (Empty, Underutilized, ...). A counter, it misses no deletion however brief. ok is
+// false on another cluster than the local one, whose controller's metrics are not at hand.
+func disrupted(t *testing.T, pool, reason string) (n int, ok bool) {
 	t.Helper()
-	n, err := env.ControllerMetric(t.Context(), disruptedTotal, fmt.Sprintf("nodepool=%q", pool), fmt.Sprintf("reason=%q", disruption.MetricReason(reason)))
+	if !env.Local() {
+		return 0, false
+	}
+	v, err := env.ControllerMetric(t.Context(), disruptedTotal, fmt.Sprintf("nodepool=%q", pool), fmt.Sprintf("reason=%q", disruption.MetricReason(reason)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return int(n)
+	return int(v), true
 }
