@@ -1,9 +1,11 @@
 // Package disruption is the e2e suite of the disruption controllers on the local cluster with
-// the kwok provider: empty nodes removed after a scale-down, drifted NodeClaims replaced with
-// their pods moved first and never more disrupting at once than the budget allows, expired
-// NodeClaims replaced, do-not-disrupt nodes and blocking PDBs keeping their nodes with the
-// DisruptionBlocked event naming why, and node repair replacing a node whose Ready went
-// Unknown.
+// the kwok provider: a scale-down consolidated to the fewest nodes the catalog allows, empty
+// nodes removed and WhenEmpty leaving underutilized ones alone, underutilized nodes
+// consolidated with PDBs held, a shrunk pod's node replaced by a cheaper type, spot deleted
+// but never replaced by spot, drifted NodeClaims replaced with their pods moved first and
+// never more disrupting at once than the budget allows, expired NodeClaims replaced,
+// do-not-disrupt nodes and blocking PDBs keeping their nodes with the events naming why, and
+// node repair replacing a node whose Ready went Unknown.
 package disruption
 
 import (
