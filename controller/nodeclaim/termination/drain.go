@@ -150,6 +150,10 @@ func (d *drainer) evictAll(ctx context.Context, node *corev1.Node, pods []*corev
 			d.recorder.Eventf(node, pod, corev1.EventTypeNormal, "Evicted", "Evict", "Evicted pod %s/%s", pod.Namespace, pod.Name)
 		case apierrors.IsNotFound(err):
 			// Gone already.
+		case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+			// The namespace is being deleted: the API server refuses evictions there and the
+			// namespace controller deletes the pod itself, so the drain only waits for it.
+			log.FromContext(ctx).V(1).Info("pod's namespace is terminating; waiting for its deletion", "Pod", client.ObjectKeyFromObject(pod))
 		case apierrors.IsTooManyRequests(err):
 			blocked = true
 			d.recorder.Eventf(node, pod, corev1.EventTypeWarning, "FailedDraining", "Evict",

@@ -2,6 +2,7 @@ package termination
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -218,6 +219,39 @@ func TestDrainBlockedByPDBBacksOff(t *testing.T) {
 	warnings := eventsMatching(fixtures.Drain(h.events.Events), "Warning FailedDraining")
 	if len(warnings) == 0 || !strings.Contains(warnings[0], "Pod default/guarded not evicted, blocked by a PodDisruptionBudget") {
 		t.Errorf("warnings = %q", warnings)
+	}
+}
+
+// TestDrainWaitsForPodsOfTerminatingNamespace: the API server refuses evictions in a namespace
+// being deleted (403, cause NamespaceTerminating); the namespace controller deletes those pods,
+// so the drain waits for them instead of failing the reconcile.
+func TestDrainWaitsForPodsOfTerminatingNamespace(t *testing.T) {
+	refused := 0
+	funcs := &interceptor.Funcs{SubResourceCreate: func(ctx context.Context, c client.Client, sub string, obj client.Object, subObj client.Object, opts ...client.SubResourceCreateOption) error {
+		if sub == "eviction" {
+			refused++
+			err := apierrors.NewForbidden(corev1.Resource("pods"), obj.GetName(), errors.New("namespace default is being terminated"))
+			err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause, Field: "metadata.namespace"}}
+			return err
+		}
+		return c.SubResource(sub).Create(ctx, obj, subObj, opts...)
+	}}
+	h, _, node := newHarness(t, funcs)
+	web := pod("web", node.Name)
+	create(t, h.client, web)
+	deleteNode(t, h.client, node)
+
+	if result := h.reconcileNode(t, node.Name); result.RequeueAfter == 0 {
+		t.Error("no requeue while the pod waits for its namespace's deletion")
+	}
+	if refused != 1 {
+		t.Errorf("eviction attempted %d times, want 1", refused)
+	}
+	if gone(t, h.client, node) || h.provider.Deletes != 0 {
+		t.Error("node terminated before its pod was gone")
+	}
+	if warnings := eventsMatching(fixtures.Drain(h.events.Events), "Warning FailedDraining"); len(warnings) != 0 {
+		t.Errorf("warnings = %q, want none for a namespace being deleted", warnings)
 	}
 }
 
