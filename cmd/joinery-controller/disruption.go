@@ -101,6 +101,7 @@ func (s *disruptionSimulation) preplanner(cp cloudprovider.CloudProvider) (aws.P
 // consolidation), expiration, the pod-event
 // conditions and, behind NodeRepair, node repair, all on the shared simulation.
 func setupDisruption(mgr ctrl.Manager, cp cloudprovider.CloudProvider, sim *disruptionSimulation, gates featuregates.Gates) error {
+	cp = cloudprovider.Instrument(cp, disruption.Name)
 	recorder := mgr.GetEventRecorder(nodeclaim.EventSource)
 	if err := podevents.New(mgr.GetClient(), nil).SetupWithManager(sim.ctx, mgr); err != nil {
 		return fmt.Errorf("setting up %s: %w", podevents.Name, err)

@@ -18,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/joinery-dev/joinery/apis"
@@ -25,6 +26,7 @@ import (
 	"github.com/joinery-dev/joinery/cloudprovider/aws"
 	"github.com/joinery-dev/joinery/cloudprovider/kwok"
 	"github.com/joinery-dev/joinery/controller/disruption"
+	clustermetrics "github.com/joinery-dev/joinery/controller/metrics"
 	"github.com/joinery-dev/joinery/controller/nodeclaim"
 	"github.com/joinery-dev/joinery/controller/nodeclaim/garbagecollection"
 	"github.com/joinery-dev/joinery/controller/nodeclaim/lifecycle"
@@ -151,10 +153,27 @@ func run(opts options) error {
 	if err := nodePools.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up %s: %w", nodepool.Name, err)
 	}
+	if err := setupMetrics(mgr, cp); err != nil {
+		return err
+	}
 
 	log.Info("starting", "version", version.Version, "kubernetes", version.KubernetesVersion(), "featureGates", opts.featureGates.String())
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running manager: %w", err)
+	}
+	return nil
+}
+
+// setupMetrics adds the controllers that keep Karpenter's gauges of cluster state, and
+// karpenter_build_info, to the metrics endpoint.
+func setupMetrics(mgr ctrl.Manager, cp cloudprovider.CloudProvider) error {
+	crmetrics.Registry.MustRegister(version.BuildInfo)
+	if err := clustermetrics.NewPodController(mgr.GetClient(), nil).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up %s: %w", clustermetrics.PodControllerName, err)
+	}
+	state := clustermetrics.New(mgr.GetClient(), mgr.GetAPIReader(), cloudprovider.Instrument(cp, clustermetrics.Name), nil, 0)
+	if err := mgr.Add(state); err != nil {
+		return fmt.Errorf("setting up %s: %w", clustermetrics.Name, err)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/component-base/cli"
 	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
+	"k8s.io/component-base/metrics/legacyregistry"
 	_ "k8s.io/component-base/metrics/prometheus/clientgo"
 	_ "k8s.io/component-base/metrics/prometheus/version"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
@@ -25,6 +26,8 @@ import (
 )
 
 func main() {
+	// karpenter_build_info beside kube-scheduler's kubernetes_build_info.
+	legacyregistry.RawMustRegister(version.BuildInfo)
 	// The binary hands the plugin its solver, with the instance types of the cloud provider
 	// --cloud-provider names (chosen once flags are parsed).
 	planners := &planner.Config{

@@ -29,6 +29,10 @@ var (
 		Namespace: "karpenter", Subsystem: "nodepools", Name: "allowed_disruptions",
 		Help: "Nodes of the NodePool that may still be disrupted for the reason, by its budgets.",
 	}, []string{"nodepool", "reason"})
+	nodesConsumingBudgets = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "karpenter", Subsystem: "nodepools", Name: "nodes_consuming_budgets",
+		Help: "The number of nodes consuming the budget of a nodepool at a point in time (being deleted, chosen for disruption, or not ready). Labeled by NodePool.",
+	}, []string{"nodepool"})
 	disruptedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "karpenter", Subsystem: "nodeclaims", Name: "disrupted_total",
 		Help: "NodeClaims disrupted, by reason, NodePool and capacity type.",
@@ -50,7 +54,7 @@ var (
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(decisionsTotal, consolidationTimeouts, failedValidations, eligibleNodes, evaluationDuration, allowedDisruptions, disruptedTotal, UnhealthyDisruptedTotal)
+	crmetrics.Registry.MustRegister(decisionsTotal, consolidationTimeouts, failedValidations, eligibleNodes, evaluationDuration, allowedDisruptions, nodesConsumingBudgets, disruptedTotal, UnhealthyDisruptedTotal)
 }
 
 // MetricReason turns a reason (Drifted, Empty, Expired) into its metric label value.
