@@ -40,6 +40,9 @@ type Options struct {
 	// FeatureGates are Karpenter's gates (FEATURE_GATES; kube-scheduler's own --feature-gates
 	// flag is Kubernetes's). The zero value has every gate at Karpenter's default.
 	FeatureGates featuregates.Gates
+	// Overrides replace args of every profile's configuration (Karpenter's environment
+	// settings); the configuration stays the source of what is not overridden.
+	Overrides ArgOverrides
 }
 
 // New returns the plugin factory kube-scheduler calls for each profile that enables the plugin
@@ -56,7 +59,7 @@ func New(opts Options) frameworkruntime.PluginFactory {
 }
 
 func (o Options) build(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin, error) {
-	args, err := DecodeArgs(obj, handle.ProfileName())
+	args, err := DecodeArgsWith(obj, handle.ProfileName(), o.Overrides)
 	if err != nil {
 		return nil, err
 	}
