@@ -14,6 +14,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -32,6 +33,7 @@ import (
 	"github.com/joinery-dev/joinery/controller/nodeclaim/lifecycle"
 	"github.com/joinery-dev/joinery/controller/nodepool"
 	"github.com/joinery-dev/joinery/controller/state"
+	"github.com/joinery-dev/joinery/internal/eventlimit"
 	"github.com/joinery-dev/joinery/internal/featuregates"
 	"github.com/joinery-dev/joinery/internal/settings"
 	"github.com/joinery-dev/joinery/internal/version"
@@ -155,6 +157,7 @@ func run(opts options) error {
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
+	mgr = limitedEvents{mgr}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding health check: %w", err)
 	}
@@ -190,6 +193,15 @@ func run(opts options) error {
 		return fmt.Errorf("running manager: %w", err)
 	}
 	return nil
+}
+
+// limitedEvents is the manager with every recorder it hands out deduplicating and
+// rate-limiting its events (internal/eventlimit), so a node that cannot drain or a NodeClaim
+// that keeps failing to launch does not flood the API server.
+type limitedEvents struct{ ctrl.Manager }
+
+func (m limitedEvents) GetEventRecorder(name string) events.EventRecorder {
+	return eventlimit.Wrap(m.Manager.GetEventRecorder(name))
 }
 
 // setupMetrics adds the controllers that keep Karpenter's gauges of cluster state, and

@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
+	"github.com/joinery-dev/joinery/internal/eventlimit"
 	"github.com/joinery-dev/joinery/internal/featuregates"
 	"github.com/joinery-dev/joinery/internal/settings"
 	"github.com/joinery-dev/joinery/internal/version"
@@ -59,7 +60,7 @@ func main() {
 		BatchMaxDuration:  env.BatchMaxDuration,
 		PreferencePolicy:  env.PreferencePolicy,
 		MinValuesPolicy:   env.MinValuesPolicy,
-	}})
+	}, WrapRecorder: eventlimit.Wrap})
 	command := newSchedulerCommand(gate, app.WithPlugin(plugin.Name, provisioner))
 	providers := &providerFlags{}
 	readiness := &readinessServer{}
