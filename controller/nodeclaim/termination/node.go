@@ -63,7 +63,7 @@ func (c *NodeController) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if node.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(node, karpv1.TerminationFinalizer) {
 		return ctrl.Result{}, nil
 	}
-	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("Node", map[string]string{"name": node.Name}))
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("Node", map[string]string{"name": node.Name}, "NodePool", map[string]string{"name": node.Labels[karpv1.NodePoolLabelKey]}))
 
 	claims, err := state.NodeClaimsForProviderID(ctx, c.client, node.Spec.ProviderID)
 	if err != nil {

@@ -52,7 +52,7 @@ func (c *NodeClaimController) Reconcile(ctx context.Context, req ctrl.Request) (
 	if nc.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(nc, karpv1.TerminationFinalizer) {
 		return ctrl.Result{}, nil
 	}
-	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("NodeClaim", map[string]string{"name": nc.Name}))
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("NodeClaim", map[string]string{"name": nc.Name}, "NodePool", map[string]string{"name": nc.Labels[karpv1.NodePoolLabelKey]}))
 
 	nodes, err := state.NodesForProviderID(ctx, c.client, nc.Status.ProviderID)
 	if err != nil {
