@@ -42,6 +42,7 @@ var want = []expected{
 	{scheduler, "karpenter_build_info", "gauge", []string{"version", "goversion", "goarch", "commit"}, true},
 
 	{scheduler, "karpenter_nodeclaims_created_total", "counter", []string{"reason", "nodepool", "min_values_relaxed"}, true},
+	{controller, "karpenter_nodeclaims_created_total", "counter", []string{"reason", "nodepool", "min_values_relaxed"}, false}, // disruption's replacements
 	{controller, "karpenter_nodeclaims_terminated_total", "counter", []string{"nodepool", "capacity_type", "zone"}, true},
 	{controller, "karpenter_nodeclaims_termination_duration_seconds", "histogram", []string{"nodepool"}, true},
 	{controller, "karpenter_nodeclaims_instance_termination_duration_seconds", "histogram", []string{"nodepool"}, true},
