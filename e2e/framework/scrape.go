@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"k8s.io/client-go/rest"
@@ -18,6 +19,9 @@ type Family struct {
 	Labels []string // sorted; the label sets of all samples, which must agree
 	// Samples counts the family's samples (a histogram's buckets, sum and count included).
 	Samples int
+	// Value sums the samples' values: of a counter or gauge, every sample; of a histogram or
+	// summary, the _count samples (how many observations were made).
+	Value float64
 }
 
 // ScrapeController reads joinery-controller's metrics endpoint.
@@ -83,21 +87,29 @@ func ParseText(r io.Reader) (map[string]*Family, error) {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		name, labels, err := parseSample(line)
+		name, labels, value, err := parseSample(line)
 		if err != nil {
 			return nil, err
 		}
-		f := families[name]
+		f, suffix := families[name], ""
 		if f == nil {
-			for _, suffix := range []string{"_bucket", "_sum", "_count"} {
-				if base, ok := strings.CutSuffix(name, suffix); ok && families[base] != nil {
-					f = families[base]
+			for _, s := range []string{"_bucket", "_sum", "_count"} {
+				if base, ok := strings.CutSuffix(name, s); ok && families[base] != nil {
+					f, suffix = families[base], s
 					break
 				}
 			}
 		}
 		if f == nil {
 			return nil, fmt.Errorf("sample %q of no declared family", line)
+		}
+		switch f.Type {
+		case "histogram", "summary":
+			if suffix == "_count" {
+				f.Value += value
+			}
+		default:
+			f.Value += value
 		}
 		labels = slices.DeleteFunc(labels, func(l string) bool { return l == "le" || l == "quantile" })
 		slices.Sort(labels)
@@ -110,26 +122,28 @@ func ParseText(r io.Reader) (map[string]*Family, error) {
 	return families, scanner.Err()
 }
 
-// parseSample returns a sample line's metric name and label names.
-func parseSample(line string) (string, []string, error) {
+// parseSample returns a sample line's metric name, label names and value.
+func parseSample(line string) (string, []string, float64, error) {
 	open := strings.IndexAny(line, "{ ")
 	if open < 0 {
-		return "", nil, fmt.Errorf("malformed sample %q", line)
+		return "", nil, 0, fmt.Errorf("malformed sample %q", line)
 	}
 	name := line[:open]
 	if line[open] == ' ' {
-		return name, nil, nil
+		value, err := sampleValue(line[open:])
+		return name, nil, value, err
 	}
 	var labels []string
 	rest := line[open+1:]
 	for {
 		rest = strings.TrimLeft(rest, ", ")
-		if strings.HasPrefix(rest, "}") {
-			return name, labels, nil
+		if after, ok := strings.CutPrefix(rest, "}"); ok {
+			value, err := sampleValue(after)
+			return name, labels, value, err
 		}
 		eq := strings.Index(rest, `="`)
 		if eq < 0 {
-			return "", nil, fmt.Errorf("malformed labels in %q", line)
+			return "", nil, 0, fmt.Errorf("malformed labels in %q", line)
 		}
 		labels = append(labels, rest[:eq])
 		rest = rest[eq+2:]
@@ -145,8 +159,17 @@ func parseSample(line string) (string, []string, error) {
 			}
 		}
 		if i >= len(rest) {
-			return "", nil, fmt.Errorf("unterminated label value in %q", line)
+			return "", nil, 0, fmt.Errorf("unterminated label value in %q", line)
 		}
 		rest = rest[i+1:]
 	}
+}
+
+// sampleValue reads the value after a sample's name and labels (a timestamp may follow).
+func sampleValue(text string) (float64, error) {
+	fields := strings.Fields(text)
+	if len(fields) == 0 {
+		return 0, fmt.Errorf("sample without a value")
+	}
+	return strconv.ParseFloat(fields[0], 64)
 }

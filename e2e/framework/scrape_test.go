@@ -26,15 +26,16 @@ h_count 1
 		name, typ string
 		labels    []string
 		samples   int
+		value     float64
 	}{
-		{"a_total", "counter", []string{"x", "y"}, 2},
-		{"h", "histogram", nil, 4},
-		{"g", "gauge", nil, 0},
+		{"a_total", "counter", []string{"x", "y"}, 2, 4},
+		{"h", "histogram", nil, 4, 1},
+		{"g", "gauge", nil, 0, 0},
 	}
 	for _, tt := range tests {
 		f := families[tt.name]
-		if f == nil || f.Type != tt.typ || !slices.Equal(f.Labels, tt.labels) || f.Samples != tt.samples {
-			t.Errorf("%s = %+v, want type %s labels %v samples %d", tt.name, f, tt.typ, tt.labels, tt.samples)
+		if f == nil || f.Type != tt.typ || !slices.Equal(f.Labels, tt.labels) || f.Samples != tt.samples || f.Value != tt.value {
+			t.Errorf("%s = %+v, want type %s labels %v samples %d value %v", tt.name, f, tt.typ, tt.labels, tt.samples, tt.value)
 		}
 	}
 	if _, err := ParseText(strings.NewReader("# TYPE a counter\na{x=\"1\"} 1\na{y=\"1\"} 1\n")); err == nil {

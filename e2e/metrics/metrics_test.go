@@ -25,84 +25,96 @@ const (
 	scheduler  = "joinery-scheduler"
 )
 
-// expected is one metric as Karpenter's reference defines it. required metrics must have
-// samples after the scenario (a scale-up and a drain); the others are checked when present
-// (they count events the scenario does not cause: errors, timeouts, disruption decisions).
+// need is what the scenario (a scale-up and a drain) must leave of a metric.
+type need int
+
+const (
+	// optional metrics count what the scenario does not cause (errors, timeouts, disruption
+	// decisions, pods still waiting); they are checked when present.
+	optional need = iota
+	// present metrics have samples (a gauge may be 0).
+	present
+	// observed metrics have a non-zero value: a counter counted, a histogram or summary
+	// observed, a gauge set above 0.
+	observed
+)
+
+// expected is one metric as Karpenter's reference defines it.
 type expected struct {
 	binary, name, typ string
 	labels            []string
-	required          bool
+	need              need
 }
 
 // nodeLabels are the labels of the per-node gauges.
 var nodeLabels = []string{"node_name", "nodepool", "arch", "os", "capacity_type", "instance_type", "region", "zone", "phase"}
 
 var want = []expected{
-	{controller, "karpenter_build_info", "gauge", []string{"version", "goversion", "goarch", "commit"}, true},
-	{scheduler, "karpenter_build_info", "gauge", []string{"version", "goversion", "goarch", "commit"}, true},
+	{controller, "karpenter_build_info", "gauge", []string{"version", "goversion", "goarch", "commit"}, observed},
+	{scheduler, "karpenter_build_info", "gauge", []string{"version", "goversion", "goarch", "commit"}, observed},
 
-	{scheduler, "karpenter_nodeclaims_created_total", "counter", []string{"reason", "nodepool", "min_values_relaxed"}, true},
-	{controller, "karpenter_nodeclaims_created_total", "counter", []string{"reason", "nodepool", "min_values_relaxed"}, false}, // disruption's replacements
-	{controller, "karpenter_nodeclaims_terminated_total", "counter", []string{"nodepool", "capacity_type", "zone"}, true},
-	{controller, "karpenter_nodeclaims_termination_duration_seconds", "histogram", []string{"nodepool"}, true},
-	{controller, "karpenter_nodeclaims_instance_termination_duration_seconds", "histogram", []string{"nodepool"}, true},
-	{controller, "karpenter_nodeclaims_disrupted_total", "counter", []string{"reason", "nodepool", "capacity_type"}, false},
-	{controller, "karpenter_nodeclaims_unhealthy_disrupted_total", "counter", []string{"condition", "nodepool", "capacity_type"}, false},
+	{scheduler, "karpenter_nodeclaims_created_total", "counter", []string{"reason", "nodepool", "min_values_relaxed"}, observed},
+	{controller, "karpenter_nodeclaims_created_total", "counter", []string{"reason", "nodepool", "min_values_relaxed"}, optional}, // disruption's replacements
+	{controller, "karpenter_nodeclaims_terminated_total", "counter", []string{"nodepool", "capacity_type", "zone"}, observed},
+	{controller, "karpenter_nodeclaims_termination_duration_seconds", "histogram", []string{"nodepool"}, observed},
+	{controller, "karpenter_nodeclaims_instance_termination_duration_seconds", "histogram", []string{"nodepool"}, observed},
+	{controller, "karpenter_nodeclaims_disrupted_total", "counter", []string{"reason", "nodepool", "capacity_type"}, optional},
+	{controller, "karpenter_nodeclaims_unhealthy_disrupted_total", "counter", []string{"condition", "nodepool", "capacity_type"}, optional},
 
-	{controller, "karpenter_nodes_created_total", "counter", []string{"nodepool", "zone"}, true},
-	{controller, "karpenter_nodes_terminated_total", "counter", []string{"nodepool", "zone"}, true},
-	{controller, "karpenter_nodes_termination_duration_seconds", "histogram", []string{"nodepool"}, true},
-	{controller, "karpenter_nodes_lifetime_duration_seconds", "histogram", []string{"nodepool"}, true},
-	{controller, "karpenter_nodes_drained_total", "counter", []string{"nodepool"}, true},
-	{controller, "karpenter_nodes_current_lifetime_seconds", "gauge", nodeLabels, true},
-	{controller, "karpenter_nodes_allocatable", "gauge", append(slices.Clone(nodeLabels), "resource_type"), true},
-	{controller, "karpenter_nodes_total_pod_requests", "gauge", append(slices.Clone(nodeLabels), "resource_type"), true},
-	{controller, "karpenter_nodes_total_pod_limits", "gauge", append(slices.Clone(nodeLabels), "resource_type"), false},
-	{controller, "karpenter_nodes_total_daemon_requests", "gauge", append(slices.Clone(nodeLabels), "resource_type"), false},
-	{controller, "karpenter_nodes_total_daemon_limits", "gauge", append(slices.Clone(nodeLabels), "resource_type"), false},
-	{controller, "karpenter_nodes_system_overhead", "gauge", append(slices.Clone(nodeLabels), "resource_type"), true},
+	{controller, "karpenter_nodes_created_total", "counter", []string{"nodepool", "zone"}, observed},
+	{controller, "karpenter_nodes_terminated_total", "counter", []string{"nodepool", "zone"}, observed},
+	{controller, "karpenter_nodes_termination_duration_seconds", "histogram", []string{"nodepool"}, observed},
+	{controller, "karpenter_nodes_lifetime_duration_seconds", "histogram", []string{"nodepool"}, observed},
+	{controller, "karpenter_nodes_drained_total", "counter", []string{"nodepool"}, observed},
+	{controller, "karpenter_nodes_current_lifetime_seconds", "gauge", nodeLabels, observed},
+	{controller, "karpenter_nodes_allocatable", "gauge", append(slices.Clone(nodeLabels), "resource_type"), observed},
+	{controller, "karpenter_nodes_total_pod_requests", "gauge", append(slices.Clone(nodeLabels), "resource_type"), observed},
+	{controller, "karpenter_nodes_total_pod_limits", "gauge", append(slices.Clone(nodeLabels), "resource_type"), optional},
+	{controller, "karpenter_nodes_total_daemon_requests", "gauge", append(slices.Clone(nodeLabels), "resource_type"), optional},
+	{controller, "karpenter_nodes_total_daemon_limits", "gauge", append(slices.Clone(nodeLabels), "resource_type"), optional},
+	{controller, "karpenter_nodes_system_overhead", "gauge", append(slices.Clone(nodeLabels), "resource_type"), present},
 
-	{controller, "karpenter_nodepools_limit", "gauge", []string{"nodepool", "resource_type"}, true},
-	{controller, "karpenter_nodepools_usage", "gauge", []string{"nodepool", "resource_type"}, true},
-	{controller, "karpenter_nodepools_allowed_disruptions", "gauge", []string{"nodepool", "reason"}, true},
-	{controller, "karpenter_nodepools_nodes_consuming_budgets", "gauge", []string{"nodepool"}, true},
-	{controller, "karpenter_nodepools_cost_total", "gauge", []string{"nodepool"}, true},
-	{controller, "karpenter_cluster_utilization_percent", "gauge", []string{"resource_type"}, true},
+	{controller, "karpenter_nodepools_limit", "gauge", []string{"nodepool", "resource_type"}, observed},
+	{controller, "karpenter_nodepools_usage", "gauge", []string{"nodepool", "resource_type"}, observed},
+	{controller, "karpenter_nodepools_allowed_disruptions", "gauge", []string{"nodepool", "reason"}, present},
+	{controller, "karpenter_nodepools_nodes_consuming_budgets", "gauge", []string{"nodepool"}, present},
+	{controller, "karpenter_nodepools_cost_total", "gauge", []string{"nodepool"}, observed},
+	{controller, "karpenter_cluster_utilization_percent", "gauge", []string{"resource_type"}, observed},
 
-	{controller, "karpenter_pods_state", "gauge", []string{"name", "namespace", "owner", "node", "nodepool", "zone", "arch", "capacity_type", "instance_type", "phase", "ready"}, true},
-	{controller, "karpenter_pods_startup_duration_seconds", "summary", nil, true},
-	{controller, "karpenter_pods_bound_duration_seconds", "histogram", nil, true},
-	{controller, "karpenter_pods_unstarted_time_seconds", "gauge", []string{"name", "namespace"}, false},
-	{controller, "karpenter_pods_unbound_time_seconds", "gauge", []string{"name", "namespace"}, false},
-	{controller, "karpenter_pods_drained_total", "counter", []string{"reason"}, true},
-	{controller, "karpenter_pods_eviction_requests_total", "counter", []string{"code"}, true},
-	{scheduler, "karpenter_pods_scheduling_decision_duration_seconds", "histogram", nil, true},
-	{scheduler, "karpenter_pods_provisioning_bound_duration_seconds", "histogram", nil, true},
-	{scheduler, "karpenter_pods_provisioning_startup_duration_seconds", "histogram", nil, true},
-	{scheduler, "karpenter_pods_provisioning_unbound_time_seconds", "gauge", []string{"name", "namespace"}, false},
-	{scheduler, "karpenter_pods_provisioning_unstarted_time_seconds", "gauge", []string{"name", "namespace"}, false},
-	{scheduler, "karpenter_pods_provisioning_scheduling_undecided_time_seconds", "gauge", []string{"name", "namespace"}, false},
+	{controller, "karpenter_pods_state", "gauge", []string{"name", "namespace", "owner", "node", "nodepool", "zone", "arch", "capacity_type", "instance_type", "phase", "ready"}, observed},
+	{controller, "karpenter_pods_startup_duration_seconds", "summary", nil, observed},
+	{controller, "karpenter_pods_bound_duration_seconds", "histogram", nil, observed},
+	{controller, "karpenter_pods_unstarted_time_seconds", "gauge", []string{"name", "namespace"}, optional},
+	{controller, "karpenter_pods_unbound_time_seconds", "gauge", []string{"name", "namespace"}, optional},
+	{controller, "karpenter_pods_drained_total", "counter", []string{"reason"}, observed},
+	{controller, "karpenter_pods_eviction_requests_total", "counter", []string{"code"}, observed},
+	{scheduler, "karpenter_pods_scheduling_decision_duration_seconds", "histogram", nil, observed},
+	{scheduler, "karpenter_pods_provisioning_bound_duration_seconds", "histogram", nil, observed},
+	{scheduler, "karpenter_pods_provisioning_startup_duration_seconds", "histogram", nil, observed},
+	{scheduler, "karpenter_pods_provisioning_unbound_time_seconds", "gauge", []string{"name", "namespace"}, optional},
+	{scheduler, "karpenter_pods_provisioning_unstarted_time_seconds", "gauge", []string{"name", "namespace"}, optional},
+	{scheduler, "karpenter_pods_provisioning_scheduling_undecided_time_seconds", "gauge", []string{"name", "namespace"}, optional},
 
-	{scheduler, "karpenter_scheduler_scheduling_duration_seconds", "histogram", []string{"controller"}, true},
-	{scheduler, "karpenter_scheduler_queue_depth", "gauge", []string{"controller", "scheduling_id"}, false},
-	{scheduler, "karpenter_scheduler_unfinished_work_seconds", "gauge", []string{"controller", "scheduling_id"}, false},
-	{scheduler, "karpenter_scheduler_ignored_pods_count", "gauge", nil, true},
-	{scheduler, "karpenter_scheduler_unschedulable_pods_count", "gauge", []string{"controller"}, true},
+	{scheduler, "karpenter_scheduler_scheduling_duration_seconds", "histogram", []string{"controller"}, observed},
+	{scheduler, "karpenter_scheduler_queue_depth", "gauge", []string{"controller", "scheduling_id"}, optional},
+	{scheduler, "karpenter_scheduler_unfinished_work_seconds", "gauge", []string{"controller", "scheduling_id"}, optional},
+	{scheduler, "karpenter_scheduler_ignored_pods_count", "gauge", nil, present},
+	{scheduler, "karpenter_scheduler_unschedulable_pods_count", "gauge", []string{"controller"}, present},
 
-	{controller, "karpenter_voluntary_disruption_decisions_total", "counter", []string{"decision", "reason", "consolidation_type"}, false},
-	{controller, "karpenter_voluntary_disruption_eligible_nodes", "gauge", []string{"reason"}, false},
-	{controller, "karpenter_voluntary_disruption_decision_evaluation_duration_seconds", "histogram", []string{"method", "consolidation_type"}, false},
-	{controller, "karpenter_voluntary_disruption_failed_validations_total", "counter", []string{"consolidation_type"}, false},
+	{controller, "karpenter_voluntary_disruption_decisions_total", "counter", []string{"decision", "reason", "consolidation_type"}, optional},
+	{controller, "karpenter_voluntary_disruption_eligible_nodes", "gauge", []string{"reason"}, optional},
+	{controller, "karpenter_voluntary_disruption_decision_evaluation_duration_seconds", "histogram", []string{"method", "consolidation_type"}, optional},
+	{controller, "karpenter_voluntary_disruption_failed_validations_total", "counter", []string{"consolidation_type"}, optional},
 
-	{controller, "karpenter_cluster_state_node_count", "gauge", nil, true},
-	{controller, "karpenter_cluster_state_synced", "gauge", nil, true},
-	{controller, "karpenter_cluster_state_unsynced_time_seconds", "gauge", nil, true},
+	{controller, "karpenter_cluster_state_node_count", "gauge", nil, observed},
+	{controller, "karpenter_cluster_state_synced", "gauge", nil, observed},
+	{controller, "karpenter_cluster_state_unsynced_time_seconds", "gauge", nil, present},
 
-	{controller, "karpenter_cloudprovider_duration_seconds", "histogram", []string{"controller", "method", "provider"}, true},
-	{controller, "karpenter_cloudprovider_errors_total", "counter", []string{"controller", "method", "provider", "error"}, false},
-	{controller, "karpenter_interruption_received_messages_total", "counter", []string{"message_type"}, true},
-	{controller, "karpenter_interruption_deleted_messages_total", "counter", nil, true},
-	{controller, "karpenter_interruption_message_queue_duration_seconds", "histogram", nil, true},
+	{controller, "karpenter_cloudprovider_duration_seconds", "histogram", []string{"controller", "method", "provider"}, observed},
+	{controller, "karpenter_cloudprovider_errors_total", "counter", []string{"controller", "method", "provider", "error"}, optional},
+	{controller, "karpenter_interruption_received_messages_total", "counter", []string{"message_type"}, present},
+	{controller, "karpenter_interruption_deleted_messages_total", "counter", nil, present},
+	{controller, "karpenter_interruption_message_queue_duration_seconds", "histogram", nil, present},
 }
 
 // TestKarpenterMetrics scales a Deployment up from no nodes, drains its node by deleting the
@@ -168,8 +180,8 @@ spec:
 	documented := readDocs(t)
 	scraped := map[string]map[string]*framework.Family{}
 	// The gauges are recomputed every few seconds and the drain's counters land as its steps
-	// finish: wait until every required metric has samples.
-	framework.Eventually(t, time.Minute, "every required metric to have samples", func(ctx context.Context) (bool, error) {
+	// finish: wait until every metric the scenario must leave is there.
+	framework.Eventually(t, time.Minute, "every metric the scenario causes", func(ctx context.Context) (bool, error) {
 		var err error
 		if scraped[controller], err = env.ScrapeController(ctx); err != nil {
 			return false, err
@@ -179,12 +191,16 @@ spec:
 		}
 		var missing []string
 		for _, w := range want {
-			if f := scraped[w.binary][w.name]; w.required && (f == nil || f.Samples == 0) {
-				missing = append(missing, w.binary+" "+w.name)
+			f := scraped[w.binary][w.name]
+			switch {
+			case w.need >= present && (f == nil || f.Samples == 0):
+				missing = append(missing, w.binary+" "+w.name+" (no samples)")
+			case w.need == observed && f.Value == 0:
+				missing = append(missing, w.binary+" "+w.name+" (nothing counted or observed)")
 			}
 		}
 		if len(missing) > 0 {
-			return false, fmt.Errorf("no samples of %s", strings.Join(missing, ", "))
+			return false, fmt.Errorf("missing %s", strings.Join(missing, ", "))
 		}
 		return true, nil
 	})
