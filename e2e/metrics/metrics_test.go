@@ -123,37 +123,9 @@ var want = []expected{
 func TestKarpenterMetrics(t *testing.T) {
 	env.RequireLocal(t)
 	group := framework.UniqueName("metrics")
-	env.Create(t, framework.KWOKNodeClasses, fmt.Sprintf(`{"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass", "metadata": {"name": %q}}`, group))
-	env.Create(t, framework.NodePools, fmt.Sprintf(`
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: %[1]q}
-spec:
-  disruption: {budgets: [{nodes: "0"}]}
-  limits: {cpu: "64"}
-  template:
-    metadata:
-      labels: {%[2]s: %[1]q}
-    spec:
-      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: %[1]q}
-      requirements:
-      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
-      - {key: kubernetes.io/os, operator: In, values: [linux]}
-`, group, framework.GroupLabel))
+	createNodePool(t, group)
 	ns := env.Namespace(t)
-	labels := map[string]string{framework.GroupLabel: group}
-	spec := framework.GroupPodSpec(group, "500m", "256Mi")
-	deploy := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](2),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec},
-		},
-	}
-	if _, err := env.Client.AppsV1().Deployments(ns).Create(t.Context(), deploy, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create deployment: %v", err)
-	}
+	createDeployment(t, ns, group, 2)
 	selector := framework.GroupLabel + "=" + group
 	pods := env.AwaitPods(t, ns, selector, 2, timeout, running)
 
@@ -237,6 +209,47 @@ spec:
 	}
 	if t.Failed() {
 		env.Dump(t, ns)
+	}
+}
+
+// createNodePool creates a KWOKNodeClass and a NodePool named group whose nodes carry the
+// group's label; budgets keep disruption away from the scenario.
+func createNodePool(t *testing.T, group string) {
+	t.Helper()
+	env.Create(t, framework.KWOKNodeClasses, fmt.Sprintf(`{"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass", "metadata": {"name": %q}}`, group))
+	env.Create(t, framework.NodePools, fmt.Sprintf(`
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: %[1]q}
+spec:
+  disruption: {budgets: [{nodes: "0"}]}
+  limits: {cpu: "64"}
+  template:
+    metadata:
+      labels: {%[2]s: %[1]q}
+    spec:
+      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: %[1]q}
+      requirements:
+      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+      - {key: kubernetes.io/os, operator: In, values: [linux]}
+`, group, framework.GroupLabel))
+}
+
+// createDeployment creates the Deployment "web" of replicas pods of half a CPU on the group's
+// nodes.
+func createDeployment(t *testing.T, ns, group string, replicas int32) {
+	t.Helper()
+	labels := map[string]string{framework.GroupLabel: group}
+	deploy := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: framework.GroupPodSpec(group, "500m", "256Mi")},
+		},
+	}
+	if _, err := env.Client.AppsV1().Deployments(ns).Create(t.Context(), deploy, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create deployment: %v", err)
 	}
 }
 
