@@ -26,6 +26,11 @@ const Name = "metrics.state"
 // DefaultInterval is how often the gauges are recomputed (Karpenter's node metrics: 5 s).
 const DefaultInterval = 5 * time.Second
 
+// syncCheckInterval is how often the cache is compared with the API server: the comparison
+// lists every Node and NodeClaim from the API server (metadata only, a consistent read), too
+// much to do every few seconds on a large cluster.
+const syncCheckInterval = time.Minute
+
 var (
 	clusterStateNodeCount = prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: "karpenter", Subsystem: "cluster_state", Name: "node_count",
@@ -54,6 +59,9 @@ type Controller struct {
 	clock         clock.PassiveClock
 	interval      time.Duration
 	unsyncedSince time.Time
+	// lastSyncCheck and synced are the last comparison with the API server and its result.
+	lastSyncCheck time.Time
+	lastSynced    bool
 }
 
 // New returns the Controller; interval 0 is DefaultInterval, clk nil the real clock.
@@ -113,12 +121,15 @@ func (c *Controller) Record(ctx context.Context) error {
 	recordNodes(nodes.Items, usage, now)
 	recordNodePools(ctx, c.cloudProvider, pools.Items, claims.Items)
 	clusterStateNodeCount.Set(float64(len(nodes.Items)))
-	synced, err := c.synced(ctx, nodes.Items, claims.Items)
-	if err != nil {
-		return err
+	if c.lastSyncCheck.IsZero() || now.Sub(c.lastSyncCheck) >= syncCheckInterval {
+		synced, err := c.synced(ctx, nodes.Items, claims.Items)
+		if err != nil {
+			return err
+		}
+		c.lastSyncCheck, c.lastSynced = now, synced
 	}
 	switch {
-	case synced:
+	case c.lastSynced:
 		c.unsyncedSince = time.Time{}
 		clusterStateSynced.Set(1)
 		clusterStateUnsyncedTime.Set(0)

@@ -191,3 +191,29 @@ func histogramSum(t *testing.T, h prometheus.Histogram) float64 {
 	}
 	return m.GetHistogram().GetSampleSum()
 }
+
+// TestUnsynced: a Node the API server has and the cache lacks makes cluster state unsynced,
+// and the unsynced time grows from the first pass that saw it.
+func TestUnsynced(t *testing.T) {
+	cached, api := newClient(t), newClient(t, node("new", "default"))
+	cp, err := kwok.New(cached, kwok.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakePassiveClock(epoch)
+	ctl := New(cached, api, cp, clk, 0)
+	ctx := context.Background()
+	if err := ctl.Record(ctx); err != nil {
+		t.Fatal(err)
+	}
+	clk.SetTime(epoch.Add(30 * time.Second))
+	if err := ctl.Record(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.ToFloat64(clusterStateSynced); got != 0 {
+		t.Errorf("synced = %v, want 0", got)
+	}
+	if got := testutil.ToFloat64(clusterStateUnsyncedTime); got != 30 {
+		t.Errorf("unsynced time = %v, want 30", got)
+	}
+}
