@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,9 +69,47 @@ type ProvisionerArgs struct {
 	QuarantineDuration metav1.Duration `json:"quarantineDuration"`
 }
 
+// ArgOverrides replace args of the scheduler configuration: joinery-scheduler sets them from
+// Karpenter's environment settings (BATCH_IDLE_DURATION, BATCH_MAX_DURATION,
+// PREFERENCE_POLICY, MIN_VALUES_POLICY), only those that are set. Nil fields override nothing.
+type ArgOverrides struct {
+	BatchIdleDuration *time.Duration
+	BatchMaxDuration  *time.Duration
+	PreferencePolicy  *solver.PreferencePolicy
+	MinValuesPolicy   *solver.MinValuesPolicy
+}
+
+// apply overrides args and returns the names of the settings it applied.
+func (o ArgOverrides) apply(args *ProvisionerArgs) []string {
+	var applied []string
+	if o.BatchIdleDuration != nil {
+		args.BatchIdleDuration.Duration = *o.BatchIdleDuration
+		applied = append(applied, "BATCH_IDLE_DURATION")
+	}
+	if o.BatchMaxDuration != nil {
+		args.BatchMaxDuration.Duration = *o.BatchMaxDuration
+		applied = append(applied, "BATCH_MAX_DURATION")
+	}
+	if o.PreferencePolicy != nil {
+		args.PreferencePolicy = *o.PreferencePolicy
+		applied = append(applied, "PREFERENCE_POLICY")
+	}
+	if o.MinValuesPolicy != nil {
+		args.MinValuesPolicy = *o.MinValuesPolicy
+		applied = append(applied, "MIN_VALUES_POLICY")
+	}
+	return applied
+}
+
 // DecodeArgs turns the args the framework hands a plugin factory into defaulted, validated
 // ProvisionerArgs. profileName is the default of SchedulerNames.
 func DecodeArgs(obj runtime.Object, profileName string) (ProvisionerArgs, error) {
+	return DecodeArgsWith(obj, profileName, ArgOverrides{})
+}
+
+// DecodeArgsWith is DecodeArgs with overrides applied to the configuration's args before
+// they are defaulted and validated; an error names the overrides that took part.
+func DecodeArgsWith(obj runtime.Object, profileName string, overrides ArgOverrides) (ProvisionerArgs, error) {
 	var args ProvisionerArgs
 	switch a := obj.(type) {
 	case nil:
@@ -81,8 +120,12 @@ func DecodeArgs(obj runtime.Object, profileName string) (ProvisionerArgs, error)
 	default:
 		return ProvisionerArgs{}, fmt.Errorf("%s args: want runtime.Unknown, got %T", Name, obj)
 	}
+	applied := overrides.apply(&args)
 	args.Default(profileName)
 	if errs := args.Validate(field.NewPath("pluginConfig").Key(Name).Child("args")); len(errs) > 0 {
+		if len(applied) > 0 {
+			return ProvisionerArgs{}, fmt.Errorf("invalid %s args (with the environment's %s): %w", Name, strings.Join(applied, ", "), errs.ToAggregate())
+		}
 		return ProvisionerArgs{}, fmt.Errorf("invalid %s args: %w", Name, errs.ToAggregate())
 	}
 	return args, nil

@@ -105,3 +105,50 @@ func TestDefaultArgsWithoutProfileName(t *testing.T) {
 		t.Errorf("error %v, want schedulerNames required", err)
 	}
 }
+
+// TestDecodeArgsWithOverrides: environment overrides replace only what they set, the
+// configuration keeps the rest, and a combination the args' rules refuse names the settings.
+func TestDecodeArgsWithOverrides(t *testing.T) {
+	config := &runtime.Unknown{Raw: []byte(`{"batchIdleDuration":"2s","batchMaxDuration":"30s","preferencePolicy":"Ignore"}`)}
+	idle, longIdle := 5*time.Second, time.Minute
+	bestEffort := solver.MinValuesBestEffort
+	cases := []struct {
+		name      string
+		overrides ArgOverrides
+		check     func(ProvisionerArgs) string
+		wantErr   []string
+	}{
+		{name: "none", check: func(a ProvisionerArgs) string {
+			return cmp.Diff([]any{2 * time.Second, 30 * time.Second, solver.PreferenceIgnore, solver.MinValuesStrict},
+				[]any{a.BatchIdleDuration.Duration, a.BatchMaxDuration.Duration, a.PreferencePolicy, a.MinValuesPolicy})
+		}},
+		{name: "some", overrides: ArgOverrides{BatchIdleDuration: &idle, MinValuesPolicy: &bestEffort}, check: func(a ProvisionerArgs) string {
+			return cmp.Diff([]any{5 * time.Second, 30 * time.Second, solver.PreferenceIgnore, solver.MinValuesBestEffort},
+				[]any{a.BatchIdleDuration.Duration, a.BatchMaxDuration.Duration, a.PreferencePolicy, a.MinValuesPolicy})
+		}},
+		{name: "refused combination", overrides: ArgOverrides{BatchIdleDuration: &longIdle},
+			wantErr: []string{"with the environment's BATCH_IDLE_DURATION", "batchMaxDuration"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			args, err := DecodeArgsWith(config, "joinery", tc.overrides)
+			if tc.wantErr != nil {
+				if err == nil {
+					t.Fatal("no error")
+				}
+				for _, want := range tc.wantErr {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("error %q does not contain %q", err, want)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := tc.check(args); diff != "" {
+				t.Errorf("args (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

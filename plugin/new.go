@@ -8,6 +8,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
@@ -40,6 +41,12 @@ type Options struct {
 	// FeatureGates are Karpenter's gates (FEATURE_GATES; kube-scheduler's own --feature-gates
 	// flag is Kubernetes's). The zero value has every gate at Karpenter's default.
 	FeatureGates featuregates.Gates
+	// Overrides replace args of every profile's configuration (Karpenter's environment
+	// settings); the configuration stays the source of what is not overridden.
+	Overrides ArgOverrides
+	// WrapRecorder, if set, wraps the scheduler's event recorder for the plugin's events (the
+	// binary deduplicates and rate-limits them so a stuck pod cannot flood the API server).
+	WrapRecorder func(events.EventRecorder) events.EventRecorder
 }
 
 // New returns the plugin factory kube-scheduler calls for each profile that enables the plugin
@@ -56,7 +63,7 @@ func New(opts Options) frameworkruntime.PluginFactory {
 }
 
 func (o Options) build(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin, error) {
-	args, err := DecodeArgs(obj, handle.ProfileName())
+	args, err := DecodeArgsWith(obj, handle.ProfileName(), o.Overrides)
 	if err != nil {
 		return nil, err
 	}
@@ -97,6 +104,10 @@ func (o Options) build(ctx context.Context, obj runtime.Object, handle fwk.Handl
 	}
 
 	podInformer := handle.SharedInformerFactory().Core().V1().Pods()
+	var recorder events.EventRecorder = handle.EventRecorder()
+	if o.WrapRecorder != nil {
+		recorder = o.WrapRecorder(recorder)
+	}
 	p := newPlugin(ctx, args, handle.ProfileName(), dependencies{
 		pods: podInformer.Lister(),
 		nodeInfos: func() fwk.NodeInfoLister {
@@ -107,7 +118,7 @@ func (o Options) build(ctx context.Context, obj runtime.Object, handle fwk.Handl
 		},
 		activator: handle,
 		nominator: handle,
-		recorder:  handle.EventRecorder(),
+		recorder:  recorder,
 		client:    c,
 		planner:   planner,
 		leader:    o.Leader,

@@ -48,6 +48,10 @@ type Plugin struct {
 	leader Leadership
 	// synced tells the readiness tracker that the caches have synced.
 	synced func()
+	// times follows pods for the provisioning metrics; batches numbers the batches planned
+	// (the batch loop's own).
+	times   *podTimes
+	batches uint64
 
 	mu            sync.Mutex
 	pending       *pendingSet
@@ -112,6 +116,7 @@ func newPlugin(ctx context.Context, args ProvisionerArgs, profile string, deps d
 		written:       map[string]sets.Set[types.UID]{},
 		claimedBy:     map[types.UID]string{},
 		quarantined:   map[types.UID]time.Time{},
+		times:         newPodTimes(),
 		ctx:           ctx,
 	}
 	if deps.planner != nil {
@@ -186,6 +191,7 @@ func (p *Plugin) admit(ctx context.Context, pod *corev1.Pod, reasons, rejectedBy
 	}
 	added := p.pending.add(pod, reasons, p.clock.Now())
 	if added {
+		p.times.seen(pod, p.clock.Now())
 		klog.FromContext(ctx).V(4).Info("pod pending for capacity", "pod", klog.KObj(pod), "reasons", reasons)
 	}
 	if p.planner == nil {

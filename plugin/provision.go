@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -32,6 +34,7 @@ func (p *Plugin) run(ctx context.Context, synced func(context.Context) bool) {
 		}
 		klog.FromContext(ctx).Info("this scheduler leads: provisioning")
 	}
+	go p.refreshPodMetrics(ctx)
 	for p.batcher.Wait(ctx) {
 		p.provisionBatch(ctx)
 	}
@@ -46,7 +49,10 @@ func (p *Plugin) provisionBatch(ctx context.Context) {
 	}
 	p.awaitWritesObserved(ctx)
 	start := p.clock.Now()
+	p.times.tried(pods, start)
+	done := p.measureBatch(ctx, len(pods))
 	plan, err := p.plan(ctx, pods)
+	done()
 	var panicked *planPanic
 	switch {
 	case errors.As(err, &panicked):
@@ -63,8 +69,65 @@ func (p *Plugin) provisionBatch(ctx context.Context) {
 		logger.Error(err, "planning capacity failed", "pods", len(pods))
 		return
 	}
+	unschedulablePods.WithLabelValues(metricController).Set(float64(len(plan.Unschedulable)))
 	logger.Info("found provisionable pod(s)", "Pods", formatPods(pods), "duration", p.clock.Since(start))
 	p.publish(ctx, pods, plan)
+}
+
+// metricsRefresh is how often the pods' waiting-time gauges are brought up to date.
+const metricsRefresh = 5 * time.Second
+
+// refreshPodMetrics keeps the waiting-time gauges of pods current until ctx ends.
+func (p *Plugin) refreshPodMetrics(ctx context.Context) {
+	ticker := time.NewTicker(metricsRefresh)
+	defer ticker.Stop()
+	for {
+		p.times.refresh(p.clock.Now())
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
+}
+
+// measureBatch publishes a batch of n pods as the scheduler's queue and its running time as
+// unfinished work until the returned func is called, which observes the batch's duration.
+func (p *Plugin) measureBatch(ctx context.Context, n int) func() {
+	p.batches++
+	id := strconv.FormatUint(p.batches, 10)
+	p.mu.Lock()
+	ignored := 0
+	for uid := range p.quarantined {
+		if p.pending.has(uid) {
+			ignored++
+		}
+	}
+	p.mu.Unlock()
+	ignoredPods.Set(float64(ignored))
+	queueDepth.WithLabelValues(metricController, id).Set(float64(n))
+	start := p.clock.Now()
+	stop := make(chan struct{})
+	go func() {
+		ticker := time.NewTicker(time.Second)
+		defer ticker.Stop()
+		for {
+			unfinishedWork.WithLabelValues(metricController, id).Set(p.clock.Since(start).Seconds())
+			select {
+			case <-stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+			}
+		}
+	}()
+	return func() {
+		close(stop)
+		schedulingDuration.WithLabelValues(metricController).Observe(p.clock.Since(start).Seconds())
+		queueDepth.DeleteLabelValues(metricController, id)
+		unfinishedWork.DeleteLabelValues(metricController, id)
+	}
 }
 
 // planPanic is a panic of the planner, recovered.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -55,6 +56,9 @@ func (p *Plugin) publish(ctx context.Context, batch []*corev1.Pod, plan *simulat
 			continue
 		}
 		p.expectWritten(created.Name, uids(pods))
+		_, relaxed := created.Annotations[karpv1.NodeClaimMinValuesRelaxedAnnotationKey]
+		nodeClaimsCreated.WithLabelValues("provisioned", created.Labels[karpv1.NodePoolLabelKey], strconv.FormatBool(relaxed)).Inc()
+		p.times.decided(uids(pods), p.clock.Now())
 		logger.Info("created nodeclaim",
 			"NodePool", klog.KRef("", created.Labels[karpv1.NodePoolLabelKey]),
 			"NodeClaim", klog.KRef("", created.Name),
@@ -83,6 +87,7 @@ func (p *Plugin) publish(ctx context.Context, batch []*corev1.Pod, plan *simulat
 			continue
 		}
 		p.expectWritten(name, uids(pods))
+		p.times.decided(uids(pods), p.clock.Now())
 		logger.V(1).Info("planned pod(s) onto in-flight nodeclaim", "NodeClaim", klog.KRef("", name), "pods", len(pods))
 		p.nominate(planID, name, pods)
 	}

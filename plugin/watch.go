@@ -37,6 +37,7 @@ func (p *Plugin) podHandler(ctx context.Context) cache.ResourceEventHandler {
 				obj = tombstone.Obj
 			}
 			if pod, ok := obj.(*corev1.Pod); ok {
+				p.times.forget(pod.UID)
 				p.forget(ctx, pod.UID)
 			}
 		},
@@ -48,6 +49,7 @@ func (p *Plugin) observePod(ctx context.Context, obj any) {
 	if !ok || !p.names.Has(pod.Spec.SchedulerName) {
 		return
 	}
+	p.times.observe(pod)
 	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || podFinished(pod) {
 		p.forget(ctx, pod.UID)
 		return

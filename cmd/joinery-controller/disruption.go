@@ -31,6 +31,8 @@ type disruptionOptions struct {
 	validationDelay  time.Duration
 	pollInterval     time.Duration
 	repairToleration time.Duration
+	preferencePolicy solver.PreferencePolicy
+	minValuesPolicy  solver.MinValuesPolicy
 }
 
 // disruptionSimulation is the solver-backed simulation every disruption path shares: the
@@ -74,6 +76,9 @@ func (s *disruptionSimulation) build(cp cloudprovider.CloudProvider) error {
 		Profile:       profile,
 		Framework:     simulation.FrameworkOptions{Client: clientset, InformerFactory: factory},
 		Unavailable:   view.Unavailable,
+		// The same policies joinery-scheduler's Provisioner plans with.
+		PreferencePolicy: s.opts.preferencePolicy,
+		MinValuesPolicy:  s.opts.minValuesPolicy,
 	})
 	if err != nil {
 		return fmt.Errorf("building the disruption simulation: %w", err)
@@ -101,6 +106,7 @@ func (s *disruptionSimulation) preplanner(cp cloudprovider.CloudProvider) (aws.P
 // consolidation), expiration, the pod-event
 // conditions and, behind NodeRepair, node repair, all on the shared simulation.
 func setupDisruption(mgr ctrl.Manager, cp cloudprovider.CloudProvider, sim *disruptionSimulation, gates featuregates.Gates) error {
+	cp = cloudprovider.Instrument(cp, disruption.Name)
 	recorder := mgr.GetEventRecorder(nodeclaim.EventSource)
 	if err := podevents.New(mgr.GetClient(), nil).SetupWithManager(sim.ctx, mgr); err != nil {
 		return fmt.Errorf("setting up %s: %w", podevents.Name, err)

@@ -14,10 +14,12 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/joinery-dev/joinery/apis"
@@ -25,13 +27,17 @@ import (
 	"github.com/joinery-dev/joinery/cloudprovider/aws"
 	"github.com/joinery-dev/joinery/cloudprovider/kwok"
 	"github.com/joinery-dev/joinery/controller/disruption"
+	clustermetrics "github.com/joinery-dev/joinery/controller/metrics"
 	"github.com/joinery-dev/joinery/controller/nodeclaim"
 	"github.com/joinery-dev/joinery/controller/nodeclaim/garbagecollection"
 	"github.com/joinery-dev/joinery/controller/nodeclaim/lifecycle"
 	"github.com/joinery-dev/joinery/controller/nodepool"
 	"github.com/joinery-dev/joinery/controller/state"
+	"github.com/joinery-dev/joinery/internal/eventlimit"
 	"github.com/joinery-dev/joinery/internal/featuregates"
+	"github.com/joinery-dev/joinery/internal/settings"
 	"github.com/joinery-dev/joinery/internal/version"
+	"github.com/joinery-dev/joinery/simulation/solver"
 )
 
 type options struct {
@@ -39,7 +45,11 @@ type options struct {
 	probeAddr               string
 	leaderElect             bool
 	leaderElectionNamespace string
+	leaderElectionName      string
 	leaseDuration           time.Duration
+	kubeClientQPS           float64
+	kubeClientBurst         int
+	logLevel                string
 	printVersion            bool
 	cloudProvider           string
 	registrationTTL         time.Duration
@@ -53,10 +63,21 @@ type options struct {
 
 func main() {
 	var opts options
-	flag.StringVar(&opts.metricsAddr, "metrics-bind-address", ":8080", "address the Prometheus metrics endpoint binds to; \"0\" disables it")
-	flag.StringVar(&opts.probeAddr, "health-probe-bind-address", ":8081", "address the /healthz and /readyz endpoints bind to")
-	flag.BoolVar(&opts.leaderElect, "leader-elect", true, "elect a leader so that only one replica acts at a time")
-	flag.StringVar(&opts.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease and of the controller's ConfigMaps such as joinery-unavailable-offerings (default: the pod's namespace, or kube-system out of cluster)")
+	// Karpenter's settings from the environment are the flags' defaults (a flag given on the
+	// command line wins); an invalid one stops the controller here, named.
+	env, err := settings.FromEnv(os.LookupEnv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "invalid settings:", err)
+		os.Exit(2)
+	}
+	flag.StringVar(&opts.metricsAddr, "metrics-bind-address", portAddress(env.MetricsPort, 8080), "address the Prometheus metrics endpoint binds to; \"0\" disables it (env METRICS_PORT sets the port)")
+	flag.StringVar(&opts.probeAddr, "health-probe-bind-address", portAddress(env.HealthProbePort, 8081), "address the /healthz and /readyz endpoints bind to (env HEALTH_PROBE_PORT sets the port)")
+	flag.BoolVar(&opts.leaderElect, "leader-elect", env.DisableLeaderElection == nil || !*env.DisableLeaderElection, "elect a leader so that only one replica acts at a time (env DISABLE_LEADER_ELECTION=true turns it off)")
+	flag.StringVar(&opts.leaderElectionNamespace, "leader-election-namespace", deref(env.LeaderElectionNamespace, ""), "namespace of the leader election Lease and of the controller's ConfigMaps such as joinery-unavailable-offerings (default: the pod's namespace, or kube-system out of cluster; env LEADER_ELECTION_NAMESPACE)")
+	flag.StringVar(&opts.leaderElectionName, "leader-election-name", deref(env.LeaderElectionName, "joinery-controller-leader"), "name of the leader election Lease (env LEADER_ELECTION_NAME)")
+	flag.Float64Var(&opts.kubeClientQPS, "kube-client-qps", float64(deref(env.KubeClientQPS, 200)), "the smoothed rate of queries to the kube-apiserver (env KUBE_CLIENT_QPS)")
+	flag.IntVar(&opts.kubeClientBurst, "kube-client-burst", deref(env.KubeClientBurst, 300), "the maximum burst of queries to the kube-apiserver (env KUBE_CLIENT_BURST)")
+	flag.StringVar(&opts.logLevel, "log-level", deref(env.LogLevel, "info"), "log verbosity: debug, info or error (env LOG_LEVEL; --zap-log-level, when given, wins)")
 	flag.DurationVar(&opts.leaseDuration, "leader-election-lease-duration", 15*time.Second, "how long a leader's lease lasts before another replica may take over")
 	flag.StringVar(&opts.cloudProvider, "cloud-provider", kwok.Name, "cloud provider that launches nodes: kwok or aws")
 	flag.DurationVar(&opts.registrationTTL, "registration-ttl", lifecycle.DefaultRegistrationTTL, "how long after its creation a NodeClaim may wait for its node to register before it is deleted (the liveness TTL)")
@@ -72,6 +93,8 @@ func main() {
 	flag.Var(&featuregates.Value{Gates: &opts.featureGates}, featuregates.FlagName, "comma-separated Name=true|false feature gates, Karpenter's names: "+strings.Join(featuregates.Known(), ", ")+" (env "+featuregates.EnvVar+"; the flag wins)")
 	flag.StringVar(&opts.disruption.schedulerConfig, "scheduler-config", "", "KubeSchedulerConfiguration file joinery-scheduler runs with; disruption simulates with its profile's plugins (default: kube-scheduler's default profile)")
 	flag.StringVar(&opts.disruption.schedulerName, "scheduler-name", "joinery", "profile of --scheduler-config that disruption simulates with")
+	flag.StringVar((*string)(&opts.disruption.preferencePolicy), "preference-policy", string(deref(env.PreferencePolicy, solver.DefaultPreferencePolicy)), "how disruption's simulation treats pods' preferences: Respect or Ignore, as joinery-scheduler's preferencePolicy (env PREFERENCE_POLICY)")
+	flag.StringVar((*string)(&opts.disruption.minValuesPolicy), "min-values-policy", string(deref(env.MinValuesPolicy, solver.DefaultMinValuesPolicy)), "what disruption's simulation does when minValues cannot be met: Strict or BestEffort, as joinery-scheduler's minValuesPolicy (env MIN_VALUES_POLICY)")
 	flag.DurationVar(&opts.disruption.validationDelay, "disruption-validation-delay", disruption.DefaultValidationDelay, "how long a disruption command waits before it is checked against the cluster again and executed")
 	flag.DurationVar(&opts.disruption.pollInterval, "disruption-poll-interval", disruption.DefaultPollInterval, "time between disruption passes that found nothing to do")
 	repairToleration, err := envDuration("REPAIR_TOLERATION")
@@ -90,7 +113,15 @@ func main() {
 		fmt.Println(version.String("joinery-controller"))
 		return
 	}
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	logger, err := newLogger(opts.logLevel, &zapOpts, flagGiven("zap-log-level"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	ctrl.SetLogger(logger)
+	if changed := env.ApplyRuntime(os.LookupEnv); len(changed) > 0 {
+		ctrl.Log.WithName("setup").Info("sized the Go runtime from the container's settings", changed...)
+	}
 	if err := run(opts); err != nil {
 		ctrl.Log.Error(err, "joinery-controller stopped")
 		os.Exit(1)
@@ -111,6 +142,7 @@ func run(opts options) error {
 	if err != nil {
 		return fmt.Errorf("loading kubeconfig: %w", err)
 	}
+	cfg.QPS, cfg.Burst = float32(opts.kubeClientQPS), opts.kubeClientBurst
 	leaseDuration := opts.leaseDuration
 	namespace := controllerNamespace(opts.leaderElectionNamespace)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -118,13 +150,14 @@ func run(opts options) error {
 		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
 		HealthProbeBindAddress:  opts.probeAddr,
 		LeaderElection:          opts.leaderElect,
-		LeaderElectionID:        "joinery-controller-leader",
+		LeaderElectionID:        opts.leaderElectionName,
 		LeaderElectionNamespace: namespace,
 		LeaseDuration:           &leaseDuration,
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
+	mgr = limitedEvents{mgr}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding health check: %w", err)
 	}
@@ -151,10 +184,36 @@ func run(opts options) error {
 	if err := nodePools.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up %s: %w", nodepool.Name, err)
 	}
+	if err := setupMetrics(mgr, cp); err != nil {
+		return err
+	}
 
 	log.Info("starting", "version", version.Version, "kubernetes", version.KubernetesVersion(), "featureGates", opts.featureGates.String())
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running manager: %w", err)
+	}
+	return nil
+}
+
+// limitedEvents is the manager with every recorder it hands out deduplicating and
+// rate-limiting its events (internal/eventlimit), so a node that cannot drain or a NodeClaim
+// that keeps failing to launch does not flood the API server.
+type limitedEvents struct{ ctrl.Manager }
+
+func (m limitedEvents) GetEventRecorder(name string) events.EventRecorder {
+	return eventlimit.Wrap(m.Manager.GetEventRecorder(name))
+}
+
+// setupMetrics adds the controllers that keep Karpenter's gauges of cluster state, and
+// karpenter_build_info, to the metrics endpoint.
+func setupMetrics(mgr ctrl.Manager, cp cloudprovider.CloudProvider) error {
+	crmetrics.Registry.MustRegister(version.BuildInfo)
+	if err := clustermetrics.NewPodController(mgr.GetClient(), nil).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up %s: %w", clustermetrics.PodControllerName, err)
+	}
+	state := clustermetrics.New(mgr.GetClient(), mgr.GetAPIReader(), cloudprovider.Instrument(cp, clustermetrics.Name), nil, 0)
+	if err := mgr.Add(state); err != nil {
+		return fmt.Errorf("setting up %s: %w", clustermetrics.Name, err)
 	}
 	return nil
 }
@@ -203,6 +262,26 @@ func controllerNamespace(flagValue string) string {
 		return string(ns)
 	}
 	return "kube-system"
+}
+
+// portAddress is ":port" for a port setting, or ":def" when it is unset.
+func portAddress(port *int, def int) string {
+	return fmt.Sprintf(":%d", deref(port, def))
+}
+
+// deref is *p, or def when p is nil (a setting left unset).
+func deref[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+// flagGiven reports whether the command line set the flag name.
+func flagGiven(name string) bool {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }
 
 // envDuration reads a duration from the environment variable name; unset is zero.

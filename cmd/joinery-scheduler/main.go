@@ -14,17 +14,23 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/component-base/cli"
 	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
+	"k8s.io/component-base/metrics/legacyregistry"
 	_ "k8s.io/component-base/metrics/prometheus/clientgo"
 	_ "k8s.io/component-base/metrics/prometheus/version"
+	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
+	"github.com/joinery-dev/joinery/internal/eventlimit"
 	"github.com/joinery-dev/joinery/internal/featuregates"
+	"github.com/joinery-dev/joinery/internal/settings"
 	"github.com/joinery-dev/joinery/internal/version"
 	"github.com/joinery-dev/joinery/plugin"
 	"github.com/joinery-dev/joinery/plugin/planner"
 )
 
 func main() {
+	// karpenter_build_info beside kube-scheduler's kubernetes_build_info.
+	legacyregistry.RawMustRegister(version.BuildInfo)
 	// The binary hands the plugin its solver, with the instance types of the cloud provider
 	// --cloud-provider names (chosen once flags are parsed).
 	planners := &planner.Config{
@@ -42,16 +48,31 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	provisioner := plugin.New(plugin.Options{NewPlanner: planners.New, Leader: gate, Readiness: synced, FeatureGates: gates})
+	// Karpenter's settings from the environment: invalid ones stop the scheduler here, each
+	// named; the ones set override the plugin args of the scheduler configuration.
+	env, err := settings.FromEnv(os.LookupEnv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "invalid settings:", err)
+		os.Exit(2)
+	}
+	provisioner := plugin.New(plugin.Options{NewPlanner: planners.New, Leader: gate, Readiness: synced, FeatureGates: gates, Overrides: plugin.ArgOverrides{
+		BatchIdleDuration: env.BatchIdleDuration,
+		BatchMaxDuration:  env.BatchMaxDuration,
+		PreferencePolicy:  env.PreferencePolicy,
+		MinValuesPolicy:   env.MinValuesPolicy,
+	}, WrapRecorder: eventlimit.Wrap})
 	command := newSchedulerCommand(gate, app.WithPlugin(plugin.Name, provisioner))
 	providers := &providerFlags{}
 	readiness := &readinessServer{}
+	if env.HealthProbePort != nil {
+		readiness.address = fmt.Sprintf(":%d", *env.HealthProbePort)
+	}
 	joineryFlags := flag.NewFlagSet("joinery", flag.ContinueOnError)
 	providers.bind(joineryFlags)
 	readiness.bind(joineryFlags)
 	command.Flags().AddGoFlagSet(joineryFlags)
 	addHelpSection(command, joineryFlags)
-	wrapRun(command, planners, providers, readiness, synced)
+	wrapRun(command, planners, providers, readiness, synced, env)
 	os.Exit(cli.Run(command))
 }
 
@@ -59,12 +80,21 @@ func main() {
 // Kubernetes one), gives --config to the planners, which build their framework from it, and
 // sets up the cloud provider's instance types for as long as the scheduler runs, and serves
 // the Provisioner's readiness.
-func wrapRun(command *cobra.Command, planners *planner.Config, providers *providerFlags, readiness *readinessServer, synced *plugin.SyncTracker) {
+func wrapRun(command *cobra.Command, planners *planner.Config, providers *providerFlags, readiness *readinessServer, synced *plugin.SyncTracker, env settings.Settings) {
 	run := command.RunE
 	command.RunE = func(cmd *cobra.Command, args []string) error {
 		if f := cmd.Flags().Lookup("version"); f != nil && f.Changed && f.Value.String() != "false" {
 			fmt.Fprintln(cmd.OutOrStdout(), version.String("joinery-scheduler"))
 			return nil
+		}
+		// LOG_LEVEL sets kube-scheduler's -v unless the command line does.
+		if f := cmd.Flags().Lookup("v"); f != nil && !f.Changed && env.LogLevel != nil {
+			if err := f.Value.Set(klogVerbosity(*env.LogLevel)); err != nil {
+				return fmt.Errorf("LOG_LEVEL: %w", err)
+			}
+		}
+		if changed := env.ApplyRuntime(os.LookupEnv); len(changed) > 0 {
+			klog.Background().Info("sized the Go runtime from the container's settings", changed...)
 		}
 		if f := cmd.Flags().Lookup("config"); f != nil {
 			planners.SchedulerConfigPath = f.Value.String()
@@ -81,6 +111,16 @@ func wrapRun(command *cobra.Command, planners *planner.Config, providers *provid
 		}
 		return run(cmd, args)
 	}
+}
+
+// klogVerbosity is LOG_LEVEL as kube-scheduler's -v: debug shows the Provisioner's detail
+// (V(4)); info and error show what kube-scheduler logs by default, since klog has no level
+// that drops info logs.
+func klogVerbosity(level string) string {
+	if level == "debug" {
+		return "4"
+	}
+	return "0"
 }
 
 // addHelpSection lists joinery's own flags after kube-scheduler's sections in --help, which

@@ -22,8 +22,9 @@ type readinessServer struct {
 }
 
 func (r *readinessServer) bind(fs *flag.FlagSet) {
-	fs.StringVar(&r.address, "readiness-bind-address", "",
-		"host:port to serve /readyz on over plain HTTP: 200 once every profile's Provisioner has synced its caches, 503 before; empty serves nothing")
+	// The default is HEALTH_PROBE_PORT's, when set (see main).
+	fs.StringVar(&r.address, "readiness-bind-address", r.address,
+		"host:port to serve /readyz on over plain HTTP: 200 once every profile's Provisioner has synced its caches, 503 before; empty serves nothing (default :HEALTH_PROBE_PORT when that is set)")
 }
 
 // serve listens on the address, when one is set, and serves until ctx ends.

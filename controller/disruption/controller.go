@@ -137,6 +137,9 @@ func (c *Controller) Step(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	now := c.clock.Now()
+	for np, counts := range cluster.Counts() {
+		nodesConsumingBudgets.WithLabelValues(np).Set(float64(counts.Deleting + counts.NotReady))
+	}
 	for _, reason := range budgetReasons {
 		allowed, errs := cluster.Allowed(reason, now)
 		for np, n := range allowed {

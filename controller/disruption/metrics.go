@@ -1,6 +1,7 @@
 package disruption
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,6 +30,14 @@ var (
 		Namespace: "karpenter", Subsystem: "nodepools", Name: "allowed_disruptions",
 		Help: "Nodes of the NodePool that may still be disrupted for the reason, by its budgets.",
 	}, []string{"nodepool", "reason"})
+	nodeClaimsCreated = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "karpenter", Subsystem: "nodeclaims", Name: "created_total",
+		Help: "Number of nodeclaims created in total by Karpenter. Labeled by reason the nodeclaim was created (here the disruption reason or method its replacement is for), the owning nodepool, and if min values was relaxed for this nodeclaim.",
+	}, []string{"reason", "nodepool", "min_values_relaxed"})
+	nodesConsumingBudgets = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "karpenter", Subsystem: "nodepools", Name: "nodes_consuming_budgets",
+		Help: "The number of nodes consuming the budget of a nodepool at a point in time (being deleted, chosen for disruption, or not ready). Labeled by NodePool.",
+	}, []string{"nodepool"})
 	disruptedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "karpenter", Subsystem: "nodeclaims", Name: "disrupted_total",
 		Help: "NodeClaims disrupted, by reason, NodePool and capacity type.",
@@ -50,7 +59,7 @@ var (
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(decisionsTotal, consolidationTimeouts, failedValidations, eligibleNodes, evaluationDuration, allowedDisruptions, disruptedTotal, UnhealthyDisruptedTotal)
+	crmetrics.Registry.MustRegister(decisionsTotal, consolidationTimeouts, failedValidations, eligibleNodes, evaluationDuration, allowedDisruptions, nodesConsumingBudgets, nodeClaimsCreated, disruptedTotal, UnhealthyDisruptedTotal)
 }
 
 // MetricReason turns a reason (Drifted, Empty, Expired) into its metric label value.
@@ -66,6 +75,12 @@ func MetricReason(reason string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// recordCreated counts repl, a replacement created for reason (Drifted, expiration, ...).
+func recordCreated(reason string, repl *karpv1.NodeClaim) {
+	_, relaxed := repl.Annotations[karpv1.NodeClaimMinValuesRelaxedAnnotationKey]
+	nodeClaimsCreated.WithLabelValues(MetricReason(reason), repl.Labels[karpv1.NodePoolLabelKey], strconv.FormatBool(relaxed)).Inc()
 }
 
 // RecordDisrupted counts nc as disrupted for reason (Drifted, Empty, Expired, Unhealthy, ...).

@@ -70,6 +70,7 @@ func (p *Preplanner) Preplan(ctx context.Context, method string, nc *karpv1.Node
 		if err := p.Client.Create(ctx, repl); err != nil {
 			return names, fmt.Errorf("creating replacement for nodeclaim %s: %w", nc.Name, err)
 		}
+		recordCreated(method, repl)
 		names = append(names, repl.Name)
 	}
 	return names, nil

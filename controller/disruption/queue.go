@@ -85,6 +85,7 @@ func (q *Queue) Start(ctx context.Context, cmd *Command) error {
 			q.rollback(ctx, cmd.ID, fmt.Sprintf("creating replacement %d failed: %v", i, err))
 			return fmt.Errorf("creating replacement nodeclaim for %s: %w", cmd, err)
 		}
+		recordCreated(cmd.Reason, repl)
 	}
 	for _, cand := range cmd.Candidates {
 		if len(cmd.Replacements) > 0 {

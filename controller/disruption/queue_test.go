@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -130,8 +131,12 @@ func driftObjects() []client.Object {
 func TestQueueReplacesThenDeletes(t *testing.T) {
 	h := newQueueHarness(t, driftObjects()...)
 	cmd := driftCommand(t, h.client)
+	created := testutil.ToFloat64(nodeClaimsCreated.WithLabelValues("drifted", "default", "false"))
 	if err := h.queue.Start(h.ctx, cmd); err != nil {
 		t.Fatal(err)
+	}
+	if got := testutil.ToFloat64(nodeClaimsCreated.WithLabelValues("drifted", "default", "false")) - created; got != 1 {
+		t.Errorf("karpenter_nodeclaims_created_total{reason=drifted} rose by %v, want 1", got)
 	}
 	// Marked, tainted, replacement launched; the candidate stays until it is initialized.
 	a := h.nodeClaim("a")

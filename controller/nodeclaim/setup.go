@@ -45,20 +45,21 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cp cloudprovider.CloudProvider
 	}
 	recorder := mgr.GetEventRecorder(EventSource)
 	unavailable := state.NewUnavailableOfferings(mgr.GetClient(), mgr.GetAPIReader(), opts.Namespace, clock.RealClock{})
-	lc := lifecycle.New(mgr.GetClient(), cp, unavailable, recorder, lifecycle.Options{RegistrationTTL: opts.RegistrationTTL, InitializationTTL: opts.InitializationTTL})
+	// Each controller's cloud provider calls are timed and counted under its name.
+	lc := lifecycle.New(mgr.GetClient(), cloudprovider.Instrument(cp, lifecycle.Name), unavailable, recorder, lifecycle.Options{RegistrationTTL: opts.RegistrationTTL, InitializationTTL: opts.InitializationTTL})
 	if err := lc.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up %s: %w", lifecycle.Name, err)
 	}
-	if err := termination.NewNodeClaimController(mgr.GetClient(), cp, recorder).SetupWithManager(mgr); err != nil {
+	if err := termination.NewNodeClaimController(mgr.GetClient(), cloudprovider.Instrument(cp, termination.NodeClaimControllerName), recorder).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up %s: %w", termination.NodeClaimControllerName, err)
 	}
-	if err := termination.NewNodeController(mgr.GetClient(), cp).SetupWithManager(mgr); err != nil {
+	if err := termination.NewNodeController(mgr.GetClient(), cloudprovider.Instrument(cp, termination.NodeControllerName)).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up %s: %w", termination.NodeControllerName, err)
 	}
-	if err := drift.New(mgr.GetClient(), cp, drift.Options{}).SetupWithManager(mgr); err != nil {
+	if err := drift.New(mgr.GetClient(), cloudprovider.Instrument(cp, drift.Name), drift.Options{}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up %s: %w", drift.Name, err)
 	}
-	if err := mgr.Add(garbagecollection.New(mgr.GetClient(), cp, recorder, garbagecollection.Options{Interval: opts.GCInterval})); err != nil {
+	if err := mgr.Add(garbagecollection.New(mgr.GetClient(), cloudprovider.Instrument(cp, garbagecollection.Name), recorder, garbagecollection.Options{Interval: opts.GCInterval})); err != nil {
 		return fmt.Errorf("setting up %s: %w", garbagecollection.Name, err)
 	}
 	return nil

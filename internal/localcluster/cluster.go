@@ -304,6 +304,13 @@ func (c *Cluster) ControllerMetricsURL() string {
 	return fmt.Sprintf("http://127.0.0.1:%d/metrics", c.controllerMetricsPort)
 }
 
+// SchedulerMetricsURL is where joinery-scheduler serves its Prometheus metrics: kube-scheduler's
+// secure port, which authenticates and authorizes the caller (the admin kubeconfig's identity
+// may read it).
+func (c *Cluster) SchedulerMetricsURL() string {
+	return fmt.Sprintf("https://127.0.0.1:%d/metrics", c.schedulerPort)
+}
+
 // LogsDir holds one <component>.log per component.
 func (c *Cluster) LogsDir() string {
 	if c.opts.LogsDir != "" {

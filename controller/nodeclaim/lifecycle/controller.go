@@ -105,7 +105,7 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !nc.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // the termination controller owns it now
 	}
-	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("NodeClaim", klogRef(nc)))
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("NodeClaim", klogRef(nc), "NodePool", map[string]string{"name": nc.Labels[karpv1.NodePoolLabelKey]}))
 
 	// The finalizer goes on before anything is launched, so no instance can outlive a NodeClaim
 	// deleted mid-launch.

@@ -19,6 +19,15 @@ var timedOutTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help:      "NodeClaims deleted because they did not register within the liveness TTL of their creation (phase registration) or did not initialize in time after registering (phase initialization), by owning NodePool.",
 }, []string{"phase", "nodepool"})
 
+// nodesCreatedTotal counts Nodes registered to a NodeClaim, once per Node (Karpenter's
+// karpenter_nodes_created_total).
+var nodesCreatedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Namespace: "karpenter",
+	Subsystem: "nodes",
+	Name:      "created_total",
+	Help:      "Number of nodes created in total by Karpenter. Labeled by owning nodepool and zone.",
+}, []string{"nodepool", "zone"})
+
 func init() {
-	crmetrics.Registry.MustRegister(timedOutTotal)
+	crmetrics.Registry.MustRegister(timedOutTotal, nodesCreatedTotal)
 }

@@ -131,6 +131,9 @@ func (c *Controller) syncNode(ctx context.Context, nc *karpv1.NodeClaim, node *c
 	if err := c.client.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("syncing node %s: %w", node.Name, err)
 	}
+	if firstTime {
+		nodesCreatedTotal.WithLabelValues(nc.Labels[karpv1.NodePoolLabelKey], node.Labels[corev1.LabelTopologyZone]).Inc()
+	}
 	return nil
 }
 

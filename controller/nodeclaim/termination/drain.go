@@ -98,7 +98,7 @@ func (d *drainer) drain(ctx context.Context, node *corev1.Node, nc *karpv1.NodeC
 	if len(first) == 0 {
 		wave = last
 	}
-	blocked, err := d.evictAll(ctx, node, wave)
+	blocked, err := d.evictAll(ctx, node, wave, disruptionReason(nc))
 	if err != nil {
 		return 0, err
 	}
@@ -129,8 +129,9 @@ func (d *drainer) taint(ctx context.Context, node *corev1.Node) error {
 }
 
 // evictAll evicts the pods of one wave that may be evicted and reports whether any eviction
-// was refused by a PodDisruptionBudget or the do-not-disrupt annotation.
-func (d *drainer) evictAll(ctx context.Context, node *corev1.Node, pods []*corev1.Pod) (bool, error) {
+// was refused by a PodDisruptionBudget or the do-not-disrupt annotation. reason is the
+// NodeClaim's disruption reason, for karpenter_pods_drained_total.
+func (d *drainer) evictAll(ctx context.Context, node *corev1.Node, pods []*corev1.Pod, reason string) (bool, error) {
 	blocked := false
 	for _, pod := range pods {
 		if !pod.DeletionTimestamp.IsZero() {
@@ -144,8 +145,10 @@ func (d *drainer) evictAll(ctx context.Context, node *corev1.Node, pods []*corev
 		}
 		eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
 		err := d.client.SubResource("eviction").Create(ctx, pod, eviction)
+		evictionRequests.WithLabelValues(evictionCode(err)).Inc()
 		switch {
 		case err == nil:
+			podsDrained.WithLabelValues(reason).Inc()
 			log.FromContext(ctx).Info("evicted pod", "Pod", client.ObjectKeyFromObject(pod))
 			d.recorder.Eventf(node, pod, corev1.EventTypeNormal, "Evicted", "Evict", "Evicted pod %s/%s", pod.Namespace, pod.Name)
 		case apierrors.IsNotFound(err):

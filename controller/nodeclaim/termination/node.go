@@ -3,6 +3,7 @@ package termination
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
@@ -62,7 +63,7 @@ func (c *NodeController) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if node.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(node, karpv1.TerminationFinalizer) {
 		return ctrl.Result{}, nil
 	}
-	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("Node", map[string]string{"name": node.Name}))
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("Node", map[string]string{"name": node.Name}, "NodePool", map[string]string{"name": node.Labels[karpv1.NodePoolLabelKey]}))
 
 	claims, err := state.NodeClaimsForProviderID(ctx, c.client, node.Spec.ProviderID)
 	if err != nil {
@@ -89,6 +90,9 @@ func (c *NodeController) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	}
 	if wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	if drainedNodes.first(node.UID, time.Now()) {
+		nodesDrained.WithLabelValues(node.Labels[karpv1.NodePoolLabelKey]).Inc()
 	}
 	if wait, err = c.drainer.awaitVolumeDetachment(ctx, node, claim); err != nil {
 		return ctrl.Result{}, fmt.Errorf("awaiting volume detachment of node %s: %w", node.Name, err)
@@ -130,6 +134,11 @@ func (c *NodeController) release(ctx context.Context, node *corev1.Node, message
 	if err := c.client.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("removing finalizer: %w", err))
 	}
+	drainedNodes.forget(node.UID)
+	pool, zone := nodeLabels(node)
+	nodesTerminated.WithLabelValues(pool, zone).Inc()
+	nodeTerminationDuration.WithLabelValues(pool).Observe(time.Since(node.DeletionTimestamp.Time).Seconds())
+	nodeLifetime.WithLabelValues(pool).Observe(time.Since(node.CreationTimestamp.Time).Seconds())
 	log.FromContext(ctx).Info(message, "provider-id", node.Spec.ProviderID)
 	return ctrl.Result{}, nil
 }

@@ -52,7 +52,7 @@ func (c *NodeClaimController) Reconcile(ctx context.Context, req ctrl.Request) (
 	if nc.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(nc, karpv1.TerminationFinalizer) {
 		return ctrl.Result{}, nil
 	}
-	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("NodeClaim", map[string]string{"name": nc.Name}))
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("NodeClaim", map[string]string{"name": nc.Name}, "NodePool", map[string]string{"name": nc.Labels[karpv1.NodePoolLabelKey]}))
 
 	nodes, err := state.NodesForProviderID(ctx, c.client, nc.Status.ProviderID)
 	if err != nil {
@@ -81,6 +81,9 @@ func (c *NodeClaimController) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err := c.client.Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("removing finalizer: %w", err))
 	}
+	pool := nc.Labels[karpv1.NodePoolLabelKey]
+	nodeClaimsTerminated.WithLabelValues(pool, nc.Labels[karpv1.CapacityTypeLabelKey], nc.Labels[corev1.LabelTopologyZone]).Inc()
+	nodeClaimTerminationDuration.WithLabelValues(pool).Observe(time.Since(nc.DeletionTimestamp.Time).Seconds())
 	log.FromContext(ctx).Info("deleted nodeclaim", "provider-id", nc.Status.ProviderID)
 	c.recorder.Eventf(nc, nil, corev1.EventTypeNormal, "Terminated", "Terminate", "Instance %s terminated", instanceName(nc))
 	return ctrl.Result{}, nil
@@ -89,9 +92,15 @@ func (c *NodeClaimController) Reconcile(ctx context.Context, req ctrl.Request) (
 // terminateInstance asks the cloud provider to terminate nc's instance and reports whether it is
 // gone: the provider answers NodeClaimNotFound once it is.
 func terminateInstance(ctx context.Context, cp cloudprovider.CloudProvider, nc *karpv1.NodeClaim) (bool, error) {
+	if nc.UID != "" {
+		instanceTerminations.first(nc.UID, time.Now())
+	}
 	err := cp.Delete(ctx, nc)
 	switch {
 	case cloudprovider.IsNodeClaimNotFoundError(err):
+		if began, ok := instanceTerminations.forget(nc.UID); ok && nc.UID != "" {
+			instanceTerminationDuration.WithLabelValues(nc.Labels[karpv1.NodePoolLabelKey]).Observe(time.Since(began).Seconds())
+		}
 		return true, nil
 	case err != nil:
 		return false, fmt.Errorf("terminating instance %s: %w", nc.Status.ProviderID, err)
