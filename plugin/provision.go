@@ -8,9 +8,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 
 	"github.com/joinery-dev/joinery/simulation"
+	"github.com/joinery-dev/joinery/simulation/buffer"
 )
 
 // run plans a batch whenever the batcher closes a window, until ctx ends. It starts only once
@@ -41,12 +43,13 @@ func (p *Plugin) run(ctx context.Context, synced func(context.Context) bool) {
 func (p *Plugin) provisionBatch(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	pods := p.takeBatch()
-	if len(pods) == 0 {
+	virtual := p.virtualPods(ctx)
+	if len(pods) == 0 && len(virtual) == 0 {
 		return
 	}
 	p.awaitWritesObserved(ctx)
 	start := p.clock.Now()
-	plan, err := p.plan(ctx, pods)
+	plan, onExisting, err := p.plan(ctx, pods, virtual)
 	var panicked *planPanic
 	switch {
 	case errors.As(err, &panicked):
@@ -63,8 +66,11 @@ func (p *Plugin) provisionBatch(ctx context.Context) {
 		logger.Error(err, "planning capacity failed", "pods", len(pods))
 		return
 	}
-	logger.Info("found provisionable pod(s)", "Pods", formatPods(pods), "duration", p.clock.Since(start))
+	if len(pods) > 0 {
+		logger.Info("found provisionable pod(s)", "Pods", formatPods(pods), "duration", p.clock.Since(start))
+	}
 	p.publish(ctx, pods, plan)
+	p.reportBuffers(ctx, virtual, plan, onExisting)
 }
 
 // planPanic is a panic of the planner, recovered.
@@ -77,15 +83,21 @@ func (e *planPanic) Error() string { return fmt.Sprintf("the planner panicked: %
 
 // plan runs the planner with PlanTimeout as its deadline, turning a panic into a *planPanic:
 // a bug in the solver must cost one batch, not kube-scheduler.
-func (p *Plugin) plan(ctx context.Context, pods []*corev1.Pod) (plan *simulation.Plan, err error) {
+func (p *Plugin) plan(ctx context.Context, pods, virtual []*corev1.Pod) (plan *simulation.Plan, onExisting sets.Set[types.UID], err error) {
 	ctx, cancel := context.WithTimeout(ctx, p.args.PlanTimeout.Duration)
 	defer cancel()
 	defer func() {
 		if r := recover(); r != nil {
-			plan, err = nil, &planPanic{value: r, stack: debug.Stack()}
+			plan, onExisting, err = nil, nil, &planPanic{value: r, stack: debug.Stack()}
 		}
 	}()
-	return p.planner.Plan(ctx, pods)
+	if len(virtual) > 0 {
+		if vp, ok := p.planner.(buffer.Planner); ok {
+			return vp.PlanWithVirtual(ctx, pods, virtual)
+		}
+	}
+	plan, err = p.planner.Plan(ctx, pods)
+	return plan, nil, err
 }
 
 // quarantine leaves pods out of batches for QuarantineDuration and tells them why. They stay
