@@ -152,19 +152,28 @@ func (p *Plugin) bufferList(ctx context.Context) ([]*autoscalingv1alpha1.Capacit
 	return out, nil
 }
 
-// virtualPods returns the virtual pods of every active buffer, nil with the gate off.
+// virtualPods returns the virtual pods of every active buffer whose template names a
+// schedulerName this profile provisions for (each profile's plugin plans its own pods), nil
+// with the gate off.
 func (p *Plugin) virtualPods(ctx context.Context) []*corev1.Pod {
 	buffers, err := p.bufferList(ctx)
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "reading capacity buffers; planning without them")
 		return nil
 	}
-	return buffer.FromStatus(buffers, func(namespace, name string) *corev1.PodTemplate {
+	pods := buffer.FromStatus(buffers, func(namespace, name string) *corev1.PodTemplate {
 		pt := &corev1.PodTemplate{}
 		if err := p.buffers.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, pt); err != nil {
 			return nil
 		}
 		return pt
+	})
+	return slices.DeleteFunc(pods, func(pod *corev1.Pod) bool {
+		name := pod.Spec.SchedulerName
+		if name == "" {
+			name = corev1.DefaultSchedulerName
+		}
+		return !p.names.Has(name)
 	})
 }
 
