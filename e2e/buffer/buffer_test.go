@@ -44,7 +44,7 @@ var (
 // would no longer fit.
 func TestCapacityBuffer(t *testing.T) {
 	pool := framework.UniqueName("buffer")
-	createNodePool(t, pool)
+	createNodePool(t, pool, `  disruption: {consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 5s, budgets: [{nodes: "100%"}]}`)
 	ns := env.Namespace(t)
 	createDeployment(t, ns, pool, "web", 0, "1200m")
 
@@ -148,8 +148,8 @@ func TestCapacityBuffer(t *testing.T) {
 }
 
 // createNodePool creates a kwok NodePool of c5.large nodes (one 1200m chunk each) labelled
-// with the test's group, consolidating empty and underutilized nodes after 5 s.
-func createNodePool(t *testing.T, name string) {
+// with the test's group, with spec lines (indented two spaces, under spec) added.
+func createNodePool(t *testing.T, name, spec string) {
 	t.Helper()
 	env.Create(t, framework.KWOKNodeClasses, fmt.Sprintf(`{"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass", "metadata": {"name": %q}}`, name))
 	env.Create(t, framework.NodePools, fmt.Sprintf(`
@@ -157,7 +157,7 @@ apiVersion: karpenter.sh/v1
 kind: NodePool
 metadata: {name: %[1]q}
 spec:
-  disruption: {consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 5s, budgets: [{nodes: "100%%"}]}
+%[3]s
   template:
     metadata:
       labels: {%[2]s: %[1]q}
@@ -166,7 +166,7 @@ spec:
       requirements:
       - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
       - {key: node.kubernetes.io/instance-type, operator: In, values: [c5.large]}
-`, name, framework.GroupLabel))
+`, name, framework.GroupLabel, spec))
 }
 
 func createDeployment(t *testing.T, ns, pool, name string, replicas int32, cpu string) {
