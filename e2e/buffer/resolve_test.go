@@ -112,4 +112,3 @@ func awaitReplicas(t *testing.T, ns, name string, want int32) {
 		return nil
 	})
 }
-
