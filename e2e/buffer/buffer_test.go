@@ -123,6 +123,18 @@ func TestCapacityBuffer(t *testing.T) {
 	// Consolidation keeps the buffer's capacity: the refilled nodes run no pod and are
 	// consolidatable, but disruption reports them Unconsolidatable instead of removing them.
 	framework.Eventually(t, timeout, "an Unconsolidatable event on a refilled NodeClaim", func(ctx context.Context) (bool, error) {
+		ncs, err := nodeClaims(ctx, pool)
+		if err != nil {
+			return false, err
+		}
+		for _, nc := range ncs {
+			if _, ok := refill[nc.Name]; ok && nc.DeletionTimestamp != nil {
+				t.Fatalf("NodeClaim %s, holding the buffer's capacity, is being deleted (%s)", nc.Name, nc.Annotations[disruption.CommandAnnotationKey])
+			}
+		}
+		if len(ncs) < len(all) {
+			t.Fatalf("%d NodeClaims, fewer than the %d the workload and the buffer hold", len(ncs), len(all))
+		}
 		list, err := env.Client.EventsV1().Events("").List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
