@@ -69,7 +69,10 @@ func (p *Plugin) provisionBatch(ctx context.Context) {
 	if len(pods) > 0 {
 		logger.Info("found provisionable pod(s)", "Pods", formatPods(pods), "duration", p.clock.Since(start))
 	}
-	p.publish(ctx, pods, plan)
+	// A batch of virtual pods only that fit where they are publishes nothing.
+	if len(pods) > 0 || len(plan.NewNodeClaims) > 0 {
+		p.publish(ctx, pods, plan)
+	}
 	p.reportBuffers(ctx, virtual, plan, onExisting)
 }
 

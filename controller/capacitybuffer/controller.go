@@ -105,6 +105,10 @@ func (c *Controller) resolve(ctx context.Context, b *autoscalingv1alpha1.Capacit
 	)
 	switch {
 	case b.Spec.PodTemplateRef != nil:
+		// A buffer that moved from a scalableRef no longer needs its own PodTemplate.
+		if err := c.dropOwnTemplate(ctx, b); err != nil {
+			return resolved{}, err
+		}
 		template = &corev1.PodTemplate{}
 		err := c.client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.PodTemplateRef.Name}, template)
 		if apierrors.IsNotFound(err) {
@@ -218,6 +222,22 @@ func (c *Controller) ensureTemplate(ctx context.Context, b *autoscalingv1alpha1.
 		return nil, resolved{}, fmt.Errorf("updating PodTemplate %s/%s: %w", pt.Namespace, pt.Name, err)
 	}
 	return pt, resolved{}, nil
+}
+
+// dropOwnTemplate deletes the PodTemplate the controller kept for b's former scalableRef.
+func (c *Controller) dropOwnTemplate(ctx context.Context, b *autoscalingv1alpha1.CapacityBuffer) error {
+	pt := &corev1.PodTemplate{}
+	err := c.client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: TemplateName(b.Name)}, pt)
+	if apierrors.IsNotFound(err) || (err == nil && !metav1.IsControlledBy(pt, b)) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading PodTemplate %s/%s: %w", b.Namespace, TemplateName(b.Name), err)
+	}
+	if err := c.client.Delete(ctx, pt); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting PodTemplate %s/%s: %w", pt.Namespace, pt.Name, err)
+	}
+	return nil
 }
 
 // LabelKey labels the PodTemplates the controller keeps with their buffer's name.

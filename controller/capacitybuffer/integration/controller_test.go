@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -155,6 +156,20 @@ func TestBufferController(t *testing.T) {
 			t.Fatal(err)
 		}
 		awaitStatus(t, ns, "percent", ready(2, own)) // 30% of 20 is 6; replicas caps it at 2
+
+		// Moved to a PodTemplate: the buffer's own PodTemplate goes.
+		b := newBuffer(ns, "percent", autoscalingv1alpha1.CapacityBufferSpec{})
+		patch := `{"spec":{"scalableRef":null,"percentage":null,"podTemplateRef":{"name":"chunk"},"replicas":1}}`
+		if err := admin.Patch(t.Context(), b, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
+			t.Fatal(err)
+		}
+		awaitStatus(t, ns, "percent", ready(1, "chunk"))
+		err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, awaitTimeout, true, func(ctx context.Context) (bool, error) {
+			return apierrors.IsNotFound(admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: own}, &corev1.PodTemplate{})), nil
+		})
+		if err != nil {
+			t.Fatalf("PodTemplate %s still there after the buffer left its scalableRef: %v", own, err)
+		}
 	})
 
 	t.Run("invalid specs name the field", func(t *testing.T) {
