@@ -54,6 +54,8 @@ const (
 	ReasonTemplateConflict = "PodTemplateConflict"
 	// ReasonReady: template and replicas are resolved.
 	ReasonReady = "Ready"
+	// ReasonNotReadyForProvisioning: Provisioning=False because ReadyForProvisioning is.
+	ReasonNotReadyForProvisioning = "NotReadyForProvisioning"
 )
 
 // Controller reconciles CapacityBuffers.
@@ -253,6 +255,11 @@ func (c *Controller) writeStatus(ctx context.Context, b *autoscalingv1alpha1.Cap
 	if r.reason != "" {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, r.reason, r.msg
 		b.Status.Replicas, b.Status.PodTemplateRef, b.Status.PodTemplateGeneration = nil, nil, nil
+		// joinery-scheduler writes Provisioning only for buffers it plans; one that is not
+		// ready is not planned, so its last Provisioning would go stale.
+		meta.SetStatusCondition(&b.Status.Conditions, metav1.Condition{Type: autoscalingv1alpha1.ConditionTypeProvisioning,
+			Status: metav1.ConditionFalse, Reason: ReasonNotReadyForProvisioning, ObservedGeneration: b.Generation,
+			Message: "not provisioned: the buffer is not ready for provisioning", LastTransitionTime: metav1.NewTime(c.clock.Now())})
 	} else {
 		cond.Status, cond.Reason = metav1.ConditionTrue, ReasonReady
 		cond.Message = fmt.Sprintf("%d chunk(s) of PodTemplate %s", r.replicas, r.template.Name)

@@ -94,6 +94,9 @@ func notReady(reason, message string) func(*autoscalingv1alpha1.CapacityBuffer) 
 		if b.Status.Replicas != nil || b.Status.PodTemplateRef != nil {
 			return fmt.Errorf("status keeps replicas %v and podTemplateRef %v", b.Status.Replicas, b.Status.PodTemplateRef)
 		}
+		if p := meta.FindStatusCondition(b.Status.Conditions, autoscalingv1alpha1.ConditionTypeProvisioning); p == nil || p.Status != metav1.ConditionFalse || p.Reason != capacitybuffer.ReasonNotReadyForProvisioning {
+			return fmt.Errorf("Provisioning %+v, want False/%s", p, capacitybuffer.ReasonNotReadyForProvisioning)
+		}
 		return nil
 	}
 }
