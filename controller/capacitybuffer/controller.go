@@ -17,6 +17,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -93,8 +94,18 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, c.writeStatus(ctx, b, r)
+	if err := c.writeStatus(ctx, b, r); err != nil {
+		if apierrors.IsConflict(err) {
+			// joinery-scheduler wrote Provisioning meanwhile: resolve again on the fresh object.
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, nil
 }
+
+// conflictRetry is how soon a buffer whose status write lost a race is reconciled again.
+const conflictRetry = 100 * time.Millisecond
 
 func (c *Controller) resolve(ctx context.Context, b *autoscalingv1alpha1.CapacityBuffer) (resolved, error) {
 	if s := b.Spec.ProvisioningStrategy; s != nil && *s != autoscalingv1alpha1.ProvisioningStrategyActiveCapacity {
