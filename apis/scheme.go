@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	autoscalingv1alpha1 "github.com/joinery-dev/joinery/apis/autoscaling/v1alpha1"
+	autoscalingv1beta1 "github.com/joinery-dev/joinery/apis/autoscaling/v1beta1"
 	awsv1 "github.com/joinery-dev/joinery/apis/aws/v1"
 	karpenterv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	karpenterv1alpha1 "github.com/joinery-dev/joinery/apis/karpenter/v1alpha1"
@@ -17,6 +18,7 @@ var schemeBuilder = runtime.NewSchemeBuilder(
 	karpenterv1alpha1.AddToScheme,
 	awsv1.AddToScheme,
 	autoscalingv1alpha1.AddToScheme,
+	autoscalingv1beta1.AddToScheme,
 	kwokv1alpha1.AddToScheme,
 )
 

@@ -137,6 +137,11 @@ func (o Options) build(ctx context.Context, obj runtime.Object, handle fwk.Handl
 	if err != nil {
 		return nil, fmt.Errorf("%s: watching NodeClaims: %w", Name, err)
 	}
+	if o.FeatureGates.Enabled(featuregates.CapacityBuffer) {
+		if err := p.watchBuffers(ctx, nodeClaims, c, handle); err != nil {
+			return nil, fmt.Errorf("%s: %w", Name, err)
+		}
+	}
 	// The solver reads NodePools through the same cache; start their informer with the rest.
 	npInformer, err := nodeClaims.GetInformer(ctx, &karpv1.NodePool{}, crcache.BlockUntilSynced(false))
 	if err != nil {

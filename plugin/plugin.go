@@ -64,6 +64,9 @@ type Plugin struct {
 	written       map[string]sets.Set[types.UID]     // NodeClaim writes the informer does not show yet
 	claimedBy     map[types.UID]string               // planned-pods annotation entries of launching NodeClaims
 	quarantined   map[types.UID]time.Time            // pods of a batch whose planning panicked, until when
+
+	// buffers reads CapacityBuffers (gate CapacityBuffer); nil with the gate off.
+	buffers *bufferSource
 }
 
 var (

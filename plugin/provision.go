@@ -10,9 +10,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 
 	"github.com/joinery-dev/joinery/simulation"
+	"github.com/joinery-dev/joinery/simulation/buffer"
 )
 
 // run plans a batch whenever the batcher closes a window, until ctx ends. It starts only once
@@ -44,14 +46,15 @@ func (p *Plugin) run(ctx context.Context, synced func(context.Context) bool) {
 func (p *Plugin) provisionBatch(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	pods := p.takeBatch()
-	if len(pods) == 0 {
+	virtual := p.virtualPods(ctx)
+	if len(pods) == 0 && len(virtual) == 0 {
 		return
 	}
 	p.awaitWritesObserved(ctx)
 	start := p.clock.Now()
 	p.times.tried(pods, start)
 	done := p.measureBatch(ctx, len(pods))
-	plan, err := p.plan(ctx, pods)
+	plan, onExisting, err := p.plan(ctx, pods, virtual)
 	done()
 	var panicked *planPanic
 	switch {
@@ -69,9 +72,22 @@ func (p *Plugin) provisionBatch(ctx context.Context) {
 		logger.Error(err, "planning capacity failed", "pods", len(pods))
 		return
 	}
-	unschedulablePods.WithLabelValues(metricController).Set(float64(len(plan.Unschedulable)))
-	logger.Info("found provisionable pod(s)", "Pods", formatPods(pods), "duration", p.clock.Since(start))
-	p.publish(ctx, pods, plan)
+	// The gauge counts real pods; a CapacityBuffer's virtual pods report on the buffer instead.
+	unschedulable := 0
+	for _, pod := range pods {
+		if _, ok := plan.Unschedulable[pod.UID]; ok {
+			unschedulable++
+		}
+	}
+	unschedulablePods.WithLabelValues(metricController).Set(float64(unschedulable))
+	if len(pods) > 0 {
+		logger.Info("found provisionable pod(s)", "Pods", formatPods(pods), "duration", p.clock.Since(start))
+	}
+	// A batch of virtual pods only that fit where they are publishes nothing.
+	if len(pods) > 0 || len(plan.NewNodeClaims) > 0 {
+		p.publish(ctx, pods, plan)
+	}
+	p.reportBuffers(ctx, virtual, plan, onExisting)
 }
 
 // metricsRefresh is how often the pods' waiting-time gauges are brought up to date.
@@ -140,15 +156,21 @@ func (e *planPanic) Error() string { return fmt.Sprintf("the planner panicked: %
 
 // plan runs the planner with PlanTimeout as its deadline, turning a panic into a *planPanic:
 // a bug in the solver must cost one batch, not kube-scheduler.
-func (p *Plugin) plan(ctx context.Context, pods []*corev1.Pod) (plan *simulation.Plan, err error) {
+func (p *Plugin) plan(ctx context.Context, pods, virtual []*corev1.Pod) (plan *simulation.Plan, onExisting sets.Set[types.UID], err error) {
 	ctx, cancel := context.WithTimeout(ctx, p.args.PlanTimeout.Duration)
 	defer cancel()
 	defer func() {
 		if r := recover(); r != nil {
-			plan, err = nil, &planPanic{value: r, stack: debug.Stack()}
+			plan, onExisting, err = nil, nil, &planPanic{value: r, stack: debug.Stack()}
 		}
 	}()
-	return p.planner.Plan(ctx, pods)
+	if len(virtual) > 0 {
+		if vp, ok := p.planner.(buffer.Planner); ok {
+			return vp.PlanWithVirtual(ctx, pods, virtual)
+		}
+	}
+	plan, err = p.planner.Plan(ctx, pods)
+	return plan, nil, err
 }
 
 // quarantine leaves pods out of batches for QuarantineDuration and tells them why. They stay

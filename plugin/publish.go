@@ -47,15 +47,18 @@ func (p *Plugin) publish(ctx context.Context, batch []*corev1.Pod, plan *simulat
 
 	for _, claim := range plan.NewNodeClaims {
 		pods := p.stillPending(claim.Pods)
-		if len(pods) == 0 {
+		// A CapacityBuffer's virtual pods are listed like pods, but nobody waits for them.
+		virtual := virtualIn(claim.Pods)
+		if len(pods) == 0 && len(virtual) == 0 {
 			continue // every pod found a node while the batch was planned
 		}
-		created, err := p.createNodeClaim(ctx, claim.NodeClaim, pods)
+		all := append(slices.Clone(pods), virtual...)
+		created, err := p.createNodeClaim(ctx, claim.NodeClaim, all)
 		if err != nil {
-			logger.Error(err, "creating nodeclaim failed; its pods stay pending", "NodePool", klog.KRef("", claim.NodeClaim.Labels[karpv1.NodePoolLabelKey]), "pods", len(pods))
+			logger.Error(err, "creating nodeclaim failed; its pods stay pending", "NodePool", klog.KRef("", claim.NodeClaim.Labels[karpv1.NodePoolLabelKey]), "pods", len(pods), "bufferPods", len(virtual))
 			continue
 		}
-		p.expectWritten(created.Name, uids(pods))
+		p.expectWritten(created.Name, uids(all))
 		_, relaxed := created.Annotations[karpv1.NodeClaimMinValuesRelaxedAnnotationKey]
 		nodeClaimsCreated.WithLabelValues("provisioned", created.Labels[karpv1.NodePoolLabelKey], strconv.FormatBool(relaxed)).Inc()
 		p.times.decided(uids(pods), p.clock.Now())

@@ -129,10 +129,14 @@ func setupDisruption(mgr ctrl.Manager, cp cloudprovider.CloudProvider, sim *disr
 		&disruption.MultiNodeConsolidation{Consolidation: consolidation},
 		&disruption.SingleNodeConsolidation{Consolidation: consolidation},
 	}
-	loop := disruption.New(mgr.GetClient(), mgr.GetAPIReader(), recorder, clock.RealClock{}, methods, disruption.Options{
+	loopOpts := disruption.Options{
 		ValidationDelay: sim.opts.validationDelay,
 		PollInterval:    sim.opts.pollInterval,
-	})
+	}
+	if gates.Enabled(featuregates.CapacityBuffer) {
+		loopOpts.Buffers = &disruption.Buffers{Reader: mgr.GetClient(), Simulator: sim.simulator}
+	}
+	loop := disruption.New(mgr.GetClient(), mgr.GetAPIReader(), recorder, clock.RealClock{}, methods, loopOpts)
 	if err := mgr.Add(&syncedRunnable{factory: sim.factory, runnable: loop}); err != nil {
 		return fmt.Errorf("setting up %s: %w", disruption.Name, err)
 	}

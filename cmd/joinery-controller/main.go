@@ -26,6 +26,7 @@ import (
 	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/cloudprovider/aws"
 	"github.com/joinery-dev/joinery/cloudprovider/kwok"
+	"github.com/joinery-dev/joinery/controller/capacitybuffer"
 	"github.com/joinery-dev/joinery/controller/disruption"
 	clustermetrics "github.com/joinery-dev/joinery/controller/metrics"
 	"github.com/joinery-dev/joinery/controller/nodeclaim"
@@ -186,6 +187,12 @@ func run(opts options) error {
 	}
 	if err := setupMetrics(mgr, cp); err != nil {
 		return err
+	}
+	if opts.featureGates.Enabled(featuregates.CapacityBuffer) {
+		buffers := capacitybuffer.New(mgr.GetClient(), mgr.GetEventRecorder(capacitybuffer.Name), nil)
+		if err := buffers.SetupWithManager(ctx, mgr); err != nil {
+			return fmt.Errorf("setting up %s: %w", capacitybuffer.Name, err)
+		}
 	}
 
 	log.Info("starting", "version", version.Version, "kubernetes", version.KubernetesVersion(), "featureGates", opts.featureGates.String())

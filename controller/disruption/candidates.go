@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/simulation/buffer"
 )
 
 // Candidate is a node disruption may act on: an initialized NodeClaim of a NodePool with its
@@ -65,7 +66,7 @@ func IsReschedulable(p *corev1.Pod) bool {
 // isEvictable reports whether the termination controller's drain would evict pod, so its
 // do-not-disrupt annotation and PDBs matter.
 func isEvictable(p *corev1.Pod) bool {
-	return !isTerminal(p) && p.DeletionTimestamp == nil && !isMirror(p)
+	return !isTerminal(p) && p.DeletionTimestamp == nil && !isMirror(p) && !buffer.IsVirtual(p)
 }
 
 // doNotDisrupt reports whether obj carries karpenter.sh/do-not-disrupt: "true".

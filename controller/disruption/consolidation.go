@@ -17,6 +17,7 @@ import (
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/scheduling"
+	"github.com/joinery-dev/joinery/simulation/buffer"
 )
 
 // Time budgets of one consolidation decision (Karpenter's): when one runs out, the best
@@ -366,13 +367,18 @@ func (c *Consolidation) order(cands []*Candidate, now time.Time) []*Candidate {
 // PodDeletionCostAnnotationKey is the ReplicaSet controller's pod-deletion-cost annotation.
 const PodDeletionCostAnnotationKey = "controller.kubernetes.io/pod-deletion-cost"
 
-// DisruptionCost is how costly removing the candidate is: per pod 1, plus its deletion cost
+// DisruptionCost is how costly removing the candidate is: per pod 1 (a CapacityBuffer
+// virtual pod BufferPodCost, nothing more), plus its deletion cost
 // (scaled by 2^-27) and its priority (scaled by 2^-25), each pod's share kept in [-10, 10];
 // the sum is scaled by the fraction of the NodeClaim's expireAfter still ahead, so nodes
 // expiring soon are cheaper to disrupt.
 func DisruptionCost(cand *Candidate, now time.Time) float64 {
 	total := 0.0
 	for _, p := range cand.Pods {
+		if buffer.IsVirtual(p) {
+			total += BufferPodCost
+			continue
+		}
 		cost := 1.0
 		if v, ok := p.Annotations[PodDeletionCostAnnotationKey]; ok {
 			if n, err := strconv.ParseFloat(v, 64); err == nil {

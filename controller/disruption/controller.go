@@ -48,6 +48,8 @@ type Options struct {
 	ReplacementTimeout time.Duration
 	// ReplacementPoll is how often a waiting command looks at its replacements.
 	ReplacementPoll time.Duration
+	// Buffers, when set (gate CapacityBuffer), keep room for CapacityBuffers' virtual pods.
+	Buffers *Buffers
 }
 
 func (o *Options) defaults() {
@@ -132,7 +134,7 @@ var budgetReasons = []string{karpv1.DisruptionReasonDrifted, karpv1.DisruptionRe
 // whether a command was started.
 func (c *Controller) Step(ctx context.Context) (bool, error) {
 	logger := log.FromContext(ctx)
-	cluster, err := LoadCluster(ctx, c.client)
+	cluster, err := c.load(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -221,7 +223,7 @@ func (c *Controller) validate(ctx context.Context, m Method, cmd *Command) (*Com
 		return nil, "", ctx.Err()
 	case <-c.clock.After(c.opts.ValidationDelay):
 	}
-	cluster, err := LoadCluster(ctx, c.client)
+	cluster, err := c.load(ctx)
 	if err != nil {
 		return nil, "", err
 	}

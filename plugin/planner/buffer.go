@@ -1,0 +1,28 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/joinery-dev/joinery/simulation"
+	"github.com/joinery-dev/joinery/simulation/buffer"
+)
+
+var _ buffer.Planner = (*refreshingPlanner)(nil)
+
+// PlanWithVirtual plans pending pods with CapacityBuffers' virtual pods (see buffer.Planner).
+func (p *refreshingPlanner) PlanWithVirtual(ctx context.Context, pods, virtual []*corev1.Pod) (*simulation.Plan, sets.Set[types.UID], error) {
+	vp, ok := p.planner.(buffer.Planner)
+	if !ok {
+		return nil, nil, errors.New("the solver cannot plan capacity buffers")
+	}
+	if err := p.unavailable.refresh(ctx, time.Now()); err != nil {
+		return nil, nil, err
+	}
+	return vp.PlanWithVirtual(ctx, pods, virtual)
+}

@@ -1,0 +1,97 @@
+package buffer
+
+import (
+	"crypto/sha1"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	autoscalingv1alpha1 "github.com/joinery-dev/joinery/apis/autoscaling/v1alpha1"
+)
+
+// AnnotationKey marks a virtual pod with its buffer's name (namespace/name). No pod in the
+// API server carries it: virtual pods exist only in the simulations.
+const AnnotationKey = "joinery.dev/capacity-buffer"
+
+// IsVirtual reports whether pod is a buffer's virtual pod.
+func IsVirtual(pod *corev1.Pod) bool {
+	_, ok := pod.Annotations[AnnotationKey]
+	return ok
+}
+
+// Of returns the buffer (namespace/name) a virtual pod belongs to, "" for a real pod.
+func Of(pod *corev1.Pod) string { return pod.Annotations[AnnotationKey] }
+
+// VirtualPods returns count pods shaped like template for buffer b. Each has a deterministic
+// UID derived from the buffer's UID and its index, so the same buffer gives the same pods on
+// every call and in both binaries; the buffer is their controller (one equivalence class).
+// What would make the simulation depend on objects a pod creates for itself is removed:
+// PersistentVolumeClaims and generic ephemeral volumes (a chunk is capacity, not storage),
+// ResourceClaims, a nodeName and scheduling gates.
+func VirtualPods(b *autoscalingv1alpha1.CapacityBuffer, template *corev1.PodTemplateSpec, count int32) []*corev1.Pod {
+	if count <= 0 || template == nil {
+		return nil
+	}
+	spec := sanitize(template.Spec)
+	labels := make(map[string]string, len(template.Labels))
+	for k, v := range template.Labels {
+		labels[k] = v
+	}
+	controller := true
+	owner := metav1.OwnerReference{
+		APIVersion: autoscalingv1alpha1.SchemeGroupVersion.String(),
+		Kind:       "CapacityBuffer",
+		Name:       b.Name,
+		UID:        b.UID,
+		Controller: &controller,
+	}
+	key := b.Namespace + "/" + b.Name
+	pods := make([]*corev1.Pod, count)
+	for i := range pods {
+		pods[i] = &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:            fmt.Sprintf("capacitybuffer-%s-%d", b.Name, i),
+				Namespace:       b.Namespace,
+				UID:             uid(b.UID, i),
+				Labels:          labels,
+				Annotations:     map[string]string{AnnotationKey: key},
+				OwnerReferences: []metav1.OwnerReference{owner},
+			},
+			Spec:   *spec.DeepCopy(),
+			Status: corev1.PodStatus{Phase: corev1.PodPending},
+		}
+	}
+	return pods
+}
+
+// sanitize returns a copy of spec fit for a pod that is never created.
+func sanitize(in corev1.PodSpec) corev1.PodSpec {
+	spec := *in.DeepCopy()
+	spec.NodeName = ""
+	spec.SchedulingGates = nil
+	spec.ResourceClaims = nil
+	var volumes []corev1.Volume
+	for _, v := range spec.Volumes {
+		if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
+			continue
+		}
+		volumes = append(volumes, v)
+	}
+	spec.Volumes = volumes
+	for _, containers := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for i := range containers {
+			containers[i].Resources.Claims = nil
+		}
+	}
+	return spec
+}
+
+// uid derives a name-based (version 5 layout) UUID from the buffer's UID and a pod index.
+func uid(buffer types.UID, index int) types.UID {
+	sum := sha1.Sum(fmt.Appendf(nil, "joinery.dev/capacity-buffer/%s/%d", buffer, index))
+	sum[6] = (sum[6] & 0x0f) | 0x50
+	sum[8] = (sum[8] & 0x3f) | 0x80
+	return types.UID(fmt.Sprintf("%x-%x-%x-%x-%x", sum[0:4], sum[4:6], sum[6:8], sum[8:10], sum[10:16]))
+}
