@@ -167,6 +167,9 @@ func (c *Controller) Step(ctx context.Context) (bool, error) {
 			return false, fmt.Errorf("%s: executing %s: %w", m.Name(), fresh, err)
 		}
 		decisionsTotal.WithLabelValues(string(fresh.Decision()), MetricReason(fresh.Reason), consolidationTypeOf(m)).Inc()
+		if t := consolidationTypeOf(m); t == ConsolidationTypeMulti || t == ConsolidationTypeSingle {
+			recordApproved(c.pub, fresh)
+		}
 		logCommand(logger, fresh)
 		return true, nil
 	}
