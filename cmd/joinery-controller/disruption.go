@@ -26,11 +26,13 @@ import (
 
 // disruptionOptions are the disruption controllers' flags.
 type disruptionOptions struct {
-	schedulerConfig  string
-	schedulerName    string
-	validationDelay  time.Duration
-	pollInterval     time.Duration
-	repairToleration time.Duration
+	schedulerConfig string
+	schedulerName   string
+	validationDelay time.Duration
+	// consolidationValidationDelay replaces validationDelay for consolidation commands.
+	consolidationValidationDelay time.Duration
+	pollInterval                 time.Duration
+	repairToleration             time.Duration
 }
 
 // disruptionSimulation is the solver-backed simulation every disruption path shares: the
@@ -124,8 +126,9 @@ func setupDisruption(mgr ctrl.Manager, cp cloudprovider.CloudProvider, sim *disr
 		&disruption.SingleNodeConsolidation{Consolidation: consolidation},
 	}
 	loop := disruption.New(mgr.GetClient(), mgr.GetAPIReader(), recorder, clock.RealClock{}, methods, disruption.Options{
-		ValidationDelay: sim.opts.validationDelay,
-		PollInterval:    sim.opts.pollInterval,
+		ValidationDelay:              sim.opts.validationDelay,
+		ConsolidationValidationDelay: sim.opts.consolidationValidationDelay,
+		PollInterval:                 sim.opts.pollInterval,
 	})
 	if err := mgr.Add(&syncedRunnable{factory: sim.factory, runnable: loop}); err != nil {
 		return fmt.Errorf("setting up %s: %w", disruption.Name, err)

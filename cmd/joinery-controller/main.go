@@ -73,6 +73,15 @@ func main() {
 	flag.StringVar(&opts.disruption.schedulerConfig, "scheduler-config", "", "KubeSchedulerConfiguration file joinery-scheduler runs with; disruption simulates with its profile's plugins (default: kube-scheduler's default profile)")
 	flag.StringVar(&opts.disruption.schedulerName, "scheduler-name", "joinery", "profile of --scheduler-config that disruption simulates with")
 	flag.DurationVar(&opts.disruption.validationDelay, "disruption-validation-delay", disruption.DefaultValidationDelay, "how long a disruption command waits before it is checked against the cluster again and executed")
+	consolidationDelay, err := envDuration("CONSOLIDATION_VALIDATION_DELAY")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	if consolidationDelay == 0 {
+		consolidationDelay = disruption.DefaultConsolidationValidationDelay
+	}
+	flag.DurationVar(&opts.disruption.consolidationValidationDelay, "consolidation-validation-delay", consolidationDelay, "how long a consolidation command (emptiness, multi- and single-node) waits before it is checked against the cluster again and executed (env CONSOLIDATION_VALIDATION_DELAY)")
 	flag.DurationVar(&opts.disruption.pollInterval, "disruption-poll-interval", disruption.DefaultPollInterval, "time between disruption passes that found nothing to do")
 	repairToleration, err := envDuration("REPAIR_TOLERATION")
 	if err != nil {
