@@ -53,6 +53,12 @@ type DisruptionPlanner interface {
 	PlanDisruption(ctx context.Context, pods []*corev1.Pod) (*simulation.Plan, error)
 }
 
+// ForkingPlanner plans several disruptions of one cluster from one loaded snapshot, forking
+// it per plan instead of loading the cluster again (solver.Solver implements it).
+type ForkingPlanner interface {
+	PlanDisruptionWithout(ctx context.Context, key any, base solver.ClusterState, removed []string, pods []*corev1.Pod) (*simulation.Plan, error)
+}
+
 // SolverSimulator runs the provisioning solver — the real kube-scheduler Filters over the
 // cluster, launching NodeClaims and new capacity — on a view of the cluster in which the
 // candidates are gone and their pods are pending. Pending pods of the cluster are planned
@@ -62,6 +68,10 @@ type SolverSimulator struct {
 	planner   DisruptionPlanner
 	view      *View
 	offerings UnavailableSource
+	// base is the cluster a ForkingPlanner keeps loaded (the cluster of the last simulation,
+	// without nodes being deleted), and baseKey its key.
+	base    *Cluster
+	baseKey *int
 }
 
 // UnavailableSource is the controller's record of offerings that failed to launch
@@ -100,7 +110,7 @@ func (s *SolverSimulator) Simulate(ctx context.Context, c *Cluster, cands []*Can
 	if moving.Len() == 0 {
 		return &Simulation{Destinations: map[types.UID]string{}, Unschedulable: map[types.UID]string{}}, nil
 	}
-	plan, err := s.planner.PlanDisruption(ctx, batch)
+	plan, err := s.plan(ctx, c, cands, batch)
 	if err != nil {
 		return nil, fmt.Errorf("simulating %d pods of %s: %w", moving.Len(), candidateList(cands), err)
 	}
@@ -128,6 +138,58 @@ func (s *SolverSimulator) Simulate(ctx context.Context, c *Cluster, cands []*Can
 		out.Replacements = append(out.Replacements, planned.NodeClaim)
 	}
 	return out, nil
+}
+
+// plan plans batch on the view. A ForkingPlanner keeps c loaded between simulations (one
+// decision simulates many candidate sets over the same Cluster) and only takes the
+// candidates' nodes away per plan.
+func (s *SolverSimulator) plan(ctx context.Context, c *Cluster, cands []*Candidate, batch []*corev1.Pod) (*simulation.Plan, error) {
+	fp, ok := s.planner.(ForkingPlanner)
+	if !ok {
+		return s.planner.PlanDisruption(ctx, batch)
+	}
+	if s.base != c {
+		s.base, s.baseKey = c, new(int)
+	}
+	removed := make([]string, len(cands))
+	for i, cand := range cands {
+		removed[i] = cand.Node.Name
+	}
+	return fp.PlanDisruptionWithout(ctx, s.baseKey, &lazyState{c: c}, removed, batch)
+}
+
+// forget drops the loaded cluster, so the next simulation loads it again.
+func (s *SolverSimulator) forget() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.base, s.baseKey = nil, nil
+}
+
+// lazyState is c as the View shows it with no candidate (nodes being deleted left out),
+// computed only if the planner reads it.
+type lazyState struct {
+	c    *Cluster
+	view *View
+}
+
+func (l *lazyState) get() *View {
+	if l.view == nil {
+		l.view = &View{}
+		l.view.set(l.c, nil)
+	}
+	return l.view
+}
+
+func (l *lazyState) NodePools(ctx context.Context) ([]*karpv1.NodePool, error) {
+	return l.get().NodePools(ctx)
+}
+func (l *lazyState) NodeClaims(ctx context.Context) ([]*karpv1.NodeClaim, error) {
+	return l.get().NodeClaims(ctx)
+}
+func (l *lazyState) Nodes(ctx context.Context) ([]*corev1.Node, error) { return l.get().Nodes(ctx) }
+func (l *lazyState) Pods(ctx context.Context) ([]*corev1.Pod, error)   { return l.get().Pods(ctx) }
+func (l *lazyState) DaemonSets(ctx context.Context) ([]*appsv1.DaemonSet, error) {
+	return l.get().DaemonSets(ctx)
 }
 
 func candidateList(cands []*Candidate) string {
