@@ -26,6 +26,12 @@ var benchConsolidationLarge = flag.Bool("consolidation.large", false, "also run 
 // Deployments: plain, a zonal spread, a hostname anti-affinity (one per node, groups of 50
 // nodes) and one under a PDB allowing one disruption. One NodePool, budget 10 %.
 func consolidationCluster(n int, its cloudprovider.InstanceTypes) *Cluster {
+	return consolidationClusterGrouped(n, 50, its)
+}
+
+// consolidationClusterGrouped is consolidationCluster with anti-affinity groups of group
+// nodes.
+func consolidationClusterGrouped(n, group int, its cloudprovider.InstanceTypes) *Cluster {
 	rng := rand.New(rand.NewPCG(3, 4))
 	c := &Cluster{NodePools: map[string]*karpv1.NodePool{}, Nodes: map[string]*corev1.Node{}, PodsByNode: map[string][]*corev1.Pod{}, NodeOf: map[string]*corev1.Node{}}
 	np := testNodePool("default", budgets(karpv1.Budget{Nodes: "10%"}))
@@ -59,8 +65,8 @@ func consolidationCluster(n int, its cloudprovider.InstanceTypes) *Cluster {
 			podName := fmt.Sprintf("%s-%d", name, j)
 			switch j % 4 {
 			case 0:
-				p = testpods.New("anti-"+podName, "1", "2Gi", testpods.Labelled("app", fmt.Sprintf("anti-%d", i/50)),
-					testpods.AntiAffine(corev1.LabelHostname, fmt.Sprintf("anti-%d", i/50)))
+				p = testpods.New("anti-"+podName, "1", "2Gi", testpods.Labelled("app", fmt.Sprintf("anti-%d", i/group)),
+					testpods.AntiAffine(corev1.LabelHostname, fmt.Sprintf("anti-%d", i/group)))
 				used += 1000
 			case 1:
 				p = testpods.New("spread-"+podName, "500m", "1Gi", testpods.Labelled("app", "spread"),
