@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -163,5 +164,53 @@ func BenchmarkConsolidation(b *testing.B) {
 			b.ReportMetric(float64(decisions), "one-at-a-time-decisions")
 			b.ReportMetric(cost, "cost-after-one-at-a-time/h")
 		})
+	}
+}
+
+// rebuildingPlanner hides the solver's PlanDisruptionWithout, so every simulation loads the
+// cluster again (the way before forking).
+type rebuildingPlanner struct{ DisruptionPlanner }
+
+// BenchmarkConsolidationAllRefused is single-node consolidation's worst case: every node
+// holds a pod of one hostname anti-affinity group, so no pod set moves to another node, and
+// the NodePool's limits allow no replacement; every candidate is simulated and refused (the
+// multi-node search before it refuses every prefix). mode=fork simulates each candidate in a
+// fork of one loaded cluster; mode=rebuild loads the whole cluster for each (up to 500 nodes:
+// beyond, the 3-minute budget cuts it).
+func BenchmarkConsolidationAllRefused(b *testing.B) {
+	sizes := []int{100, 500, 1000}
+	if *benchConsolidationLarge {
+		sizes = append(sizes, 2000)
+	}
+	its := testcatalog.Bench()
+	for _, n := range sizes {
+		c := consolidationClusterGrouped(n, n, its)
+		c.NodePools["default"].Spec.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+		for _, mode := range []string{"fork", "rebuild"} {
+			if mode == "rebuild" && n > 500 {
+				continue
+			}
+			b.Run(fmt.Sprintf("nodes=%d/mode=%s", n, mode), func(b *testing.B) {
+				ctx := context.Background()
+				solverSim := newSolverSimulator(b, its)
+				if mode == "rebuild" {
+					solverSim.planner = rebuildingPlanner{solverSim.planner}
+				}
+				sim := &countingSimulator{Simulator: solverSim}
+				base := Consolidation{Simulator: sim, InstanceTypes: benchTypes(its)}
+				multi, single := &MultiNodeConsolidation{Consolidation: base}, &SingleNodeConsolidation{Consolidation: base}
+				for b.Loop() {
+					sim.n = 0
+					solverSim.forget()
+					if cmd := decide(ctx, b, c, multi); cmd != nil {
+						b.Fatalf("multi-node command %s, want none", cmd)
+					}
+					if cmd := decide(ctx, b, c, single); cmd != nil {
+						b.Fatalf("single-node command %s, want none", cmd)
+					}
+				}
+				b.ReportMetric(float64(sim.n), "simulations/op")
+			})
+		}
 	}
 }
