@@ -97,6 +97,9 @@ func (s *SolverSimulator) Simulate(ctx context.Context, c *Cluster, cands []*Can
 		if err != nil {
 			return nil, fmt.Errorf("reading unavailable offerings: %w", err)
 		}
+		if !sameKeys(unavailable, s.view.unavailableNow()) {
+			s.base = nil // the loaded cluster's topology domains follow the offerings
+		}
 		s.view.setUnavailable(unavailable)
 	}
 	batch := s.view.set(c, cands)
@@ -224,6 +227,24 @@ func (v *View) Unavailable(capacityType, instanceType, zone string) bool {
 	defer v.mu.Unlock()
 	_, ok := v.unavailable[cloudprovider.OfferingKey{CapacityType: capacityType, InstanceType: instanceType, Zone: zone}]
 	return ok
+}
+
+func (v *View) unavailableNow() map[cloudprovider.OfferingKey]time.Time {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.unavailable
+}
+
+func sameKeys[K comparable, V any](a, b map[K]V) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if _, ok := b[k]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func (v *View) setUnavailable(m map[cloudprovider.OfferingKey]time.Time) {

@@ -51,7 +51,8 @@ func (r *run) planDisruption(ctx context.Context, pods []*corev1.Pod) (*simulati
 // loaded into the snapshot on the first call for key and kept; each call forks it, removes
 // the nodes named in removed with their pods, plans pods as PlanDisruption does, and reverts
 // the fork. The solver's State must read as base without removed and their pods (and with the
-// pods to plan unbound). Plan, PlanDisruption or another key in between load afresh.
+// pods to plan unbound), and the Unavailable offerings must be those of the key's first call.
+// Plan, PlanDisruption or another key in between load afresh.
 func (s *Solver) PlanDisruptionWithout(ctx context.Context, key any, base ClusterState, removed []string, pods []*corev1.Pod) (*simulation.Plan, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -85,8 +86,14 @@ func (s *Solver) PlanDisruptionWithout(ctx context.Context, key any, base Cluste
 }
 
 // loadBase loads state's nodes (initializing ones as the capacity they are about to be, as
-// newRun sees them) and pods into the snapshot.
+// newRun sees them) and pods into the snapshot, with the NodePools' topology domains, which
+// every plan of the base shares (the caller changes the key when unavailable offerings
+// change).
 func (s *Solver) loadBase(ctx context.Context, state ClusterState) error {
+	nodePools, err := state.NodePools(ctx)
+	if err != nil {
+		return fmt.Errorf("listing nodepools: %w", err)
+	}
 	nodeClaims, err := state.NodeClaims(ctx)
 	if err != nil {
 		return fmt.Errorf("listing nodeclaims: %w", err)
@@ -103,7 +110,11 @@ func (s *Solver) loadBase(ctx context.Context, state ClusterState) error {
 	if err := s.engine.Reset(nodes, pods); err != nil {
 		return fmt.Errorf("loading cluster into the snapshot: %w", err)
 	}
-	return nil
+	r := &run{s: s, engine: s.engine}
+	if r.pools, _, err = s.readyPools(ctx, nodePools, nodeClaims); err != nil {
+		return err
+	}
+	return r.addDomains()
 }
 
 // useRegisteredNodes adds every registered node that is not being deleted and whose NodeClaim
