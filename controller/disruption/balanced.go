@@ -153,15 +153,17 @@ func (b *priceBook) score(ctx context.Context, c *Cluster, cands []*Candidate, r
 	return out, nil
 }
 
-// rejection records the rejected scores and returns why the move is refused, or "" when every
-// score approves it.
-func rejection(scores []MoveScore) string {
+// rejection returns why the move is refused, or "" when every score approves it; record
+// counts the rejected scores in the metrics.
+func rejection(scores []MoveScore, record bool) string {
 	why := ""
 	for _, s := range scores {
 		if s.Approved() {
 			continue
 		}
-		recordMove(moveRejected, s.NodePool, karpv1.ConsolidationPolicyBalanced, &s.Score)
+		if record {
+			recordMove(moveRejected, s.NodePool, karpv1.ConsolidationPolicyBalanced, &s.Score)
+		}
 		if why == "" {
 			why = "Balanced consolidation: savings do not justify the disruption, " + s.String()
 		}

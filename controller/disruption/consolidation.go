@@ -189,7 +189,7 @@ func (s *SingleNodeConsolidation) ComputeCommand(ctx context.Context, c *Cluster
 		if err != nil {
 			return nil, blocked, err
 		}
-		if why := rejection(scores); why != "" {
+		if why := rejection(scores, true); why != "" {
 			blocked = append(blocked, Blocked{NodeClaim: cand.NodeClaim, Node: cand.Node, Reason: EventUnconsolidatable, Message: why})
 			continue
 		}
@@ -226,12 +226,22 @@ func (c *Consolidation) revalidate(ctx context.Context, cluster *Cluster, old *C
 // together (its instance types narrowed to those), nil and why otherwise. Under Balanced the
 // move must also score at least 1/BalancedK for each Balanced NodePool it removes nodes from.
 func (c *Consolidation) evaluate(ctx context.Context, cluster *Cluster, prices *priceBook, cands []*Candidate, single bool) (*Command, string, error) {
+	cmd, why, sim, err := c.judge(ctx, cluster, prices, cands, single, true)
+	if err == nil && cmd == nil && sim != nil && len(sim.Replacements) > 0 {
+		c.logPreferenceBlockers(ctx, cluster, prices, cands, single, sim)
+	}
+	return cmd, why, err
+}
+
+// judge is evaluate's decision; it also returns the simulation (nil when none completed).
+// record counts Balanced rejections in the metrics.
+func (c *Consolidation) judge(ctx context.Context, cluster *Cluster, prices *priceBook, cands []*Candidate, single, record bool) (*Command, string, *Simulation, error) {
 	sim, err := c.Simulator.Simulate(ctx, cluster, cands)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	if why := sim.Refusal(cands); why != "" {
-		return nil, why, nil
+		return nil, why, sim, nil
 	}
 	cmd := &Command{Reason: c.Reason(), Candidates: cands, Destinations: sim.Destinations}
 	replacementPrice := 0.0
@@ -240,21 +250,21 @@ func (c *Consolidation) evaluate(ctx context.Context, cluster *Cluster, prices *
 	case 1:
 		replacement, price, why, err := c.cheaperReplacement(ctx, prices, cands, sim.Replacements[0], single)
 		if err != nil || replacement == nil {
-			return nil, why, err
+			return nil, why, sim, err
 		}
 		cmd.Replacements, replacementPrice = []*karpv1.NodeClaim{replacement}, price
 	default:
-		return nil, fmt.Sprintf("can't replace with one node (would need %d)", len(sim.Replacements)), nil
+		return nil, fmt.Sprintf("can't replace with one node (would need %d)", len(sim.Replacements)), sim, nil
 	}
 	scores, err := prices.score(ctx, cluster, cands, replacementPrice)
 	if err != nil {
-		return nil, "", err
+		return nil, "", sim, err
 	}
-	if why := rejection(scores); why != "" {
-		return nil, why, nil
+	if why := rejection(scores, record); why != "" {
+		return nil, why, sim, nil
 	}
 	cmd.Scores = scores
-	return cmd, "", nil
+	return cmd, "", sim, nil
 }
 
 // cheaperReplacement narrows the replacement's instance types to those whose cheapest
