@@ -220,9 +220,10 @@ func (c *Controller) compute(ctx context.Context, cluster *Cluster, m Method, no
 	return cmd, err
 }
 
-// validate waits the method's validation delay, reads the cluster again and recomputes the command over
-// the same candidates: each must still be a candidate the method acts on, the budgets must
-// still allow them all, and the simulation must still accept them with no more replacements.
+// validate waits the method's validation delay, reads the cluster again and recomputes the
+// command over the same candidates: each must still be a candidate the method acts on, the
+// budgets must still allow them all, and the simulation must still accept them with no more
+// replacements.
 // It returns the recomputed command (fresh objects, fresh replacements), or nil and why.
 func (c *Controller) validate(ctx context.Context, m Method, cmd *Command) (*Command, string, error) {
 	select {
