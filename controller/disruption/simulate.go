@@ -154,9 +154,12 @@ func (s *SolverSimulator) plan(ctx context.Context, c *Cluster, cands []*Candida
 	if s.base != c {
 		s.base, s.baseKey = c, new(int)
 	}
-	removed := make([]string, len(cands))
-	for i, cand := range cands {
-		removed[i] = cand.Node.Name
+	var removed []string
+	for _, cand := range cands {
+		// A node going away (a pre-plan's NodeClaim already deleted) is not in the base.
+		if cand.Node.DeletionTimestamp == nil && cand.NodeClaim.DeletionTimestamp == nil {
+			removed = append(removed, cand.Node.Name)
+		}
 	}
 	return fp.PlanDisruptionWithout(ctx, s.baseKey, &lazyState{c: c}, removed, batch)
 }
