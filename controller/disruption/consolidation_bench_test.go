@@ -20,7 +20,10 @@ import (
 	"github.com/joinery-dev/joinery/internal/testpods"
 )
 
-var benchConsolidationLarge = flag.Bool("consolidation.large", false, "also run BenchmarkConsolidation at 2000 nodes")
+var (
+	benchConsolidationLarge = flag.Bool("consolidation.large", false, "also run BenchmarkConsolidation at 2000 nodes")
+	benchOneAtATime         = flag.Bool("consolidation.oneatatime", true, "BenchmarkConsolidation: also time single-node decisions applied one at a time (minutes at 1000+ nodes)")
+)
 
 // consolidationCluster is n on-demand nodes of bench-8, bench-16 and bench-32 over three
 // zones, each filled to a utilisation drawn from 30-60 % (fixed seed) with pods of four
@@ -147,6 +150,9 @@ func BenchmarkConsolidation(b *testing.B) {
 			b.ReportMetric(before, "cost-before/h")
 			b.ReportMetric(afterMulti, "cost-after-multi/h")
 
+			if !*benchOneAtATime {
+				return
+			}
 			// One node at a time: single-node decisions, each applied before the next (a new
 			// cluster each time, as the loop would read), until they save as much.
 			start := time.Now()
