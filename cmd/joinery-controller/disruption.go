@@ -26,13 +26,15 @@ import (
 
 // disruptionOptions are the disruption controllers' flags.
 type disruptionOptions struct {
-	schedulerConfig  string
-	schedulerName    string
-	validationDelay  time.Duration
-	pollInterval     time.Duration
-	repairToleration time.Duration
-	preferencePolicy solver.PreferencePolicy
-	minValuesPolicy  solver.MinValuesPolicy
+	schedulerConfig string
+	schedulerName   string
+	validationDelay time.Duration
+	// consolidationValidationDelay replaces validationDelay for consolidation commands.
+	consolidationValidationDelay time.Duration
+	pollInterval                 time.Duration
+	repairToleration             time.Duration
+	preferencePolicy             solver.PreferencePolicy
+	minValuesPolicy              solver.MinValuesPolicy
 }
 
 // disruptionSimulation is the solver-backed simulation every disruption path shares: the
@@ -130,8 +132,9 @@ func setupDisruption(mgr ctrl.Manager, cp cloudprovider.CloudProvider, sim *disr
 		&disruption.SingleNodeConsolidation{Consolidation: consolidation},
 	}
 	loopOpts := disruption.Options{
-		ValidationDelay: sim.opts.validationDelay,
-		PollInterval:    sim.opts.pollInterval,
+		ValidationDelay:              sim.opts.validationDelay,
+		ConsolidationValidationDelay: sim.opts.consolidationValidationDelay,
+		PollInterval:                 sim.opts.pollInterval,
 	}
 	if gates.Enabled(featuregates.CapacityBuffer) {
 		loopOpts.Buffers = &disruption.Buffers{Reader: mgr.GetClient(), Simulator: sim.simulator}

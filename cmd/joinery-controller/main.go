@@ -97,6 +97,15 @@ func main() {
 	flag.StringVar((*string)(&opts.disruption.preferencePolicy), "preference-policy", string(deref(env.PreferencePolicy, solver.DefaultPreferencePolicy)), "how disruption's simulation treats pods' preferences: Respect or Ignore, as joinery-scheduler's preferencePolicy (env PREFERENCE_POLICY)")
 	flag.StringVar((*string)(&opts.disruption.minValuesPolicy), "min-values-policy", string(deref(env.MinValuesPolicy, solver.DefaultMinValuesPolicy)), "what disruption's simulation does when minValues cannot be met: Strict or BestEffort, as joinery-scheduler's minValuesPolicy (env MIN_VALUES_POLICY)")
 	flag.DurationVar(&opts.disruption.validationDelay, "disruption-validation-delay", disruption.DefaultValidationDelay, "how long a disruption command waits before it is checked against the cluster again and executed")
+	consolidationDelay, err := envDuration("CONSOLIDATION_VALIDATION_DELAY")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	if consolidationDelay == 0 {
+		consolidationDelay = disruption.DefaultConsolidationValidationDelay
+	}
+	flag.DurationVar(&opts.disruption.consolidationValidationDelay, "consolidation-validation-delay", consolidationDelay, "how long a consolidation command (emptiness, multi- and single-node) waits before it is checked against the cluster again and executed (env CONSOLIDATION_VALIDATION_DELAY)")
 	flag.DurationVar(&opts.disruption.pollInterval, "disruption-poll-interval", disruption.DefaultPollInterval, "time between disruption passes that found nothing to do")
 	repairToleration, err := envDuration("REPAIR_TOLERATION")
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
@@ -31,6 +32,10 @@ type Cluster struct {
 
 	pdbOnce sync.Once
 	pdbs    []pdbSelector
+
+	// prefLooked are the pods whose preferences consolidation looked at in this pass.
+	prefMu     sync.Mutex
+	prefLooked map[types.UID]bool
 }
 
 // LoadCluster lists the objects from r (the manager's cache).

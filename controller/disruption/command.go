@@ -56,6 +56,8 @@ type Command struct {
 	// Destinations maps each moved pod to where the simulation put it: an existing node's
 	// NodeClaim (or node name), a launching NodeClaim, or "replacement-N".
 	Destinations map[types.UID]string
+	// Scores are the move's Balanced scores, one per Balanced NodePool it removes nodes from.
+	Scores []MoveScore
 }
 
 // Decision says whether the command deletes or replaces.

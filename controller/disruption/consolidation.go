@@ -79,14 +79,18 @@ func (c *Consolidation) simulator() Simulator { return c.Simulator }
 // Reason is Underutilized for both methods.
 func (c *Consolidation) Reason() string { return karpv1.DisruptionReasonUnderutilized }
 
-// ShouldDisrupt: NodePools with consolidationPolicy WhenEmptyOrUnderutilized, NodeClaims whose
-// consolidateAfter has passed (Consolidatable=True).
+// ShouldDisrupt: NodePools with consolidationPolicy WhenEmptyOrUnderutilized or Balanced,
+// NodeClaims whose consolidateAfter has passed (Consolidatable=True).
 func (c *Consolidation) ShouldDisrupt(cand *Candidate) bool {
 	return consolidatable(cand.NodeClaim, cand.NodePool)
 }
 
 func consolidatable(nc *karpv1.NodeClaim, np *karpv1.NodePool) bool {
-	return np != nil && np.Spec.Disruption.ConsolidationPolicy == karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized &&
+	if np == nil {
+		return false
+	}
+	policy := np.Spec.Disruption.ConsolidationPolicy
+	return (policy == karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized || policy == karpv1.ConsolidationPolicyBalanced) &&
 		!np.Spec.Disruption.ConsolidateAfter.IsNever() &&
 		meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeConsolidatable)
 }
@@ -181,6 +185,15 @@ func (s *SingleNodeConsolidation) ComputeCommand(ctx context.Context, c *Cluster
 			log.FromContext(ctx).Info("single-node consolidation timed out", "timeout", timeout)
 			break
 		}
+		// Under Balanced, a node whose deletion (its best move) scores too low is not simulated.
+		scores, err := prices.score(ctx, c, []*Candidate{cand}, 0)
+		if err != nil {
+			return nil, blocked, err
+		}
+		if why := rejection(scores, true); why != "" {
+			blocked = append(blocked, Blocked{NodeClaim: cand.NodeClaim, Node: cand.Node, Reason: EventUnconsolidatable, Message: why})
+			continue
+		}
 		cmd, why, err := s.evaluate(ctx, c, prices, []*Candidate{cand}, true)
 		if err != nil {
 			return nil, blocked, err
@@ -211,45 +224,65 @@ func (c *Consolidation) revalidate(ctx context.Context, cluster *Cluster, old *C
 
 // evaluate simulates removing cands: a delete when every pod fits on the rest of the cluster,
 // a replace when they need exactly one new NodeClaim that can be cheaper than the candidates
-// together (its instance types narrowed to those), nil and why otherwise.
+// together (its instance types narrowed to those), nil and why otherwise. Under Balanced the
+// move must also score at least 1/BalancedK for each Balanced NodePool it removes nodes from.
 func (c *Consolidation) evaluate(ctx context.Context, cluster *Cluster, prices *priceBook, cands []*Candidate, single bool) (*Command, string, error) {
+	cmd, why, sim, err := c.judge(ctx, cluster, prices, cands, single, true)
+	if err == nil && cmd == nil && sim != nil && len(sim.Replacements) > 0 {
+		c.logPreferenceBlockers(ctx, cluster, prices, cands, single, sim)
+	}
+	return cmd, why, err
+}
+
+// judge is evaluate's decision; it also returns the simulation (nil when none completed).
+// record counts Balanced rejections in the metrics.
+func (c *Consolidation) judge(ctx context.Context, cluster *Cluster, prices *priceBook, cands []*Candidate, single, record bool) (*Command, string, *Simulation, error) {
 	sim, err := c.Simulator.Simulate(ctx, cluster, cands)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	if why := sim.Refusal(cands); why != "" {
-		return nil, why, nil
+		return nil, why, sim, nil
 	}
 	cmd := &Command{Reason: c.Reason(), Candidates: cands, Destinations: sim.Destinations}
+	replacementPrice := 0.0
 	switch len(sim.Replacements) {
 	case 0:
-		return cmd, "", nil
 	case 1:
+		replacement, price, why, err := c.cheaperReplacement(ctx, prices, cands, sim.Replacements[0], single)
+		if err != nil || replacement == nil {
+			return nil, why, sim, err
+		}
+		cmd.Replacements, replacementPrice = []*karpv1.NodeClaim{replacement}, price
 	default:
-		return nil, fmt.Sprintf("can't replace with one node (would need %d)", len(sim.Replacements)), nil
+		return nil, fmt.Sprintf("can't replace with one node (would need %d)", len(sim.Replacements)), sim, nil
 	}
-	replacement, why, err := c.cheaperReplacement(ctx, prices, cands, sim.Replacements[0], single)
-	if err != nil || replacement == nil {
-		return nil, why, err
+	scores, err := prices.score(ctx, cluster, cands, replacementPrice)
+	if err != nil {
+		return nil, "", sim, err
 	}
-	cmd.Replacements = []*karpv1.NodeClaim{replacement}
-	return cmd, "", nil
+	if why := rejection(scores, record); why != "" {
+		return nil, why, sim, nil
+	}
+	cmd.Scores = scores
+	return cmd, "", sim, nil
 }
 
 // cheaperReplacement narrows the replacement's instance types to those whose cheapest
 // compatible offering costs less than the candidates together, never a candidate's own
-// type, and applies the spot rules; nil and why when none is left.
-func (c *Consolidation) cheaperReplacement(ctx context.Context, prices *priceBook, cands []*Candidate, nc *karpv1.NodeClaim, single bool) (*karpv1.NodeClaim, string, error) {
+// type, and applies the spot rules; it returns the replacement and the price of its cheapest
+// type, or nil and why when none is left.
+func (c *Consolidation) cheaperReplacement(ctx context.Context, prices *priceBook, cands []*Candidate, nc *karpv1.NodeClaim, single bool) (*karpv1.NodeClaim, float64, string, error) {
 	current := 0.0
 	allSpot := true
 	ownTypes := sets.New[string]()
 	for _, cand := range cands {
 		p, err := prices.nodePrice(ctx, cand)
 		if err != nil {
-			return nil, "", err
+			return nil, 0, "", err
 		}
 		if math.IsInf(p, 1) {
-			return nil, fmt.Sprintf("can't price the current node %s", cand.Node.Name), nil
+			return nil, 0, fmt.Sprintf("can't price the current node %s", cand.Node.Name), nil
 		}
 		current += p
 		ownTypes.Insert(cand.Node.Labels[corev1.LabelInstanceTypeStable])
@@ -259,14 +292,14 @@ func (c *Consolidation) cheaperReplacement(ctx context.Context, prices *priceBoo
 	if allSpot {
 		if ct := reqs.Get(karpv1.CapacityTypeLabelKey); ct == nil || ct.Has(karpv1.CapacityTypeSpot) {
 			if !c.SpotToSpot {
-				return nil, msgSpotToSpotOff, nil
+				return nil, 0, msgSpotToSpotOff, nil
 			}
 			reqs.Add(scheduling.NewRequirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeSpot))
 		}
 	}
 	its, err := prices.instanceTypes(ctx, cands[0].NodePool)
 	if err != nil {
-		return nil, "", err
+		return nil, 0, "", err
 	}
 	byName := make(map[string]*cloudprovider.InstanceType, len(its))
 	for _, it := range its {
@@ -288,7 +321,7 @@ func (c *Consolidation) cheaperReplacement(ctx context.Context, prices *priceBoo
 		}
 	}
 	if len(cheaper) == 0 {
-		return nil, msgNoCheaper, nil
+		return nil, 0, msgNoCheaper, nil
 	}
 	slices.SortStableFunc(cheaper, func(a, b priced) int {
 		if a.price != b.price {
@@ -301,7 +334,7 @@ func (c *Consolidation) cheaperReplacement(ctx context.Context, prices *priceBoo
 	})
 	if allSpot && single {
 		if len(cheaper) < MinSpotToSpotInstanceTypes {
-			return nil, fmt.Sprintf("SpotToSpotConsolidation requires %d cheaper instance type options than the current candidate to consolidate, got %d",
+			return nil, 0, fmt.Sprintf("SpotToSpotConsolidation requires %d cheaper instance type options than the current candidate to consolidate, got %d",
 				MinSpotToSpotInstanceTypes, len(cheaper)), nil
 		}
 		cheaper = cheaper[:MinSpotToSpotInstanceTypes]
@@ -335,7 +368,7 @@ func (c *Consolidation) cheaperReplacement(ctx context.Context, prices *priceBoo
 	if allSpot {
 		out.Labels[karpv1.CapacityTypeLabelKey] = karpv1.CapacityTypeSpot
 	}
-	return out, "", nil
+	return out, cheaper[0].price, "", nil
 }
 
 // order sorts candidates by disruption cost, cheapest to disrupt first (ties by name).
@@ -379,22 +412,28 @@ func DisruptionCost(cand *Candidate, now time.Time) float64 {
 			total += BufferPodCost
 			continue
 		}
-		cost := 1.0
-		if v, ok := p.Annotations[PodDeletionCostAnnotationKey]; ok {
-			if n, err := strconv.ParseFloat(v, 64); err == nil {
-				cost += n / math.Pow(2, 27)
-			}
-		}
-		if p.Spec.Priority != nil {
-			cost += float64(*p.Spec.Priority) / math.Pow(2, 25)
-		}
-		total += math.Max(-10, math.Min(10, cost))
+		total += podDisruptionCost(p)
 	}
 	if d := cand.NodeClaim.Spec.ExpireAfter.Duration; d != nil && *d > 0 {
 		left := cand.NodeClaim.CreationTimestamp.Add(*d).Sub(now)
 		total *= math.Max(0, math.Min(1, float64(left)/float64(*d)))
 	}
 	return total
+}
+
+// podDisruptionCost is one pod's share of a node's disruption cost: 1, plus its deletion cost
+// scaled by 2^-27 and its priority scaled by 2^-25, kept in [-10, 10].
+func podDisruptionCost(p *corev1.Pod) float64 {
+	cost := 1.0
+	if v, ok := p.Annotations[PodDeletionCostAnnotationKey]; ok {
+		if n, err := strconv.ParseFloat(v, 64); err == nil {
+			cost += n / math.Pow(2, 27)
+		}
+	}
+	if p.Spec.Priority != nil {
+		cost += float64(*p.Spec.Priority) / math.Pow(2, 25)
+	}
+	return math.Max(-10, math.Min(10, cost))
 }
 
 func clonePerPool(m map[string]int) map[string]int {
@@ -405,14 +444,16 @@ func clonePerPool(m map[string]int) map[string]int {
 	return out
 }
 
-// priceBook caches each NodePool's instance types for one decision.
+// priceBook caches each NodePool's instance types, and Balanced's NodePool totals, for one
+// decision.
 type priceBook struct {
-	src   InstanceTypeSource
-	cache map[string][]*cloudprovider.InstanceType
+	src    InstanceTypeSource
+	cache  map[string][]*cloudprovider.InstanceType
+	totals map[string]poolTotals
 }
 
 func newPriceBook(src InstanceTypeSource) *priceBook {
-	return &priceBook{src: src, cache: map[string][]*cloudprovider.InstanceType{}}
+	return &priceBook{src: src, cache: map[string][]*cloudprovider.InstanceType{}, totals: map[string]poolTotals{}}
 }
 
 func (b *priceBook) instanceTypes(ctx context.Context, np *karpv1.NodePool) ([]*cloudprovider.InstanceType, error) {

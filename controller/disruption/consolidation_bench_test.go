@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -16,16 +18,24 @@ import (
 	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/internal/testcatalog"
 	"github.com/joinery-dev/joinery/internal/testpods"
-	"github.com/joinery-dev/joinery/scheduling"
 )
 
-var benchConsolidationLarge = flag.Bool("consolidation.large", false, "also run BenchmarkConsolidation at 2000 nodes")
+var (
+	benchConsolidationLarge = flag.Bool("consolidation.large", false, "also run BenchmarkConsolidation at 2000 nodes")
+	benchOneAtATime         = flag.Bool("consolidation.oneatatime", true, "BenchmarkConsolidation: also time single-node decisions applied one at a time (minutes at 1000+ nodes)")
+)
 
 // consolidationCluster is n on-demand nodes of bench-8, bench-16 and bench-32 over three
 // zones, each filled to a utilisation drawn from 30-60 % (fixed seed) with pods of four
 // Deployments: plain, a zonal spread, a hostname anti-affinity (one per node, groups of 50
 // nodes) and one under a PDB allowing one disruption. One NodePool, budget 10 %.
 func consolidationCluster(n int, its cloudprovider.InstanceTypes) *Cluster {
+	return consolidationClusterGrouped(n, 50, its)
+}
+
+// consolidationClusterGrouped is consolidationCluster with anti-affinity groups of group
+// nodes.
+func consolidationClusterGrouped(n, group int, its cloudprovider.InstanceTypes) *Cluster {
 	rng := rand.New(rand.NewPCG(3, 4))
 	c := &Cluster{NodePools: map[string]*karpv1.NodePool{}, Nodes: map[string]*corev1.Node{}, PodsByNode: map[string][]*corev1.Pod{}, NodeOf: map[string]*corev1.Node{}}
 	np := testNodePool("default", budgets(karpv1.Budget{Nodes: "10%"}))
@@ -59,8 +69,8 @@ func consolidationCluster(n int, its cloudprovider.InstanceTypes) *Cluster {
 			podName := fmt.Sprintf("%s-%d", name, j)
 			switch j % 4 {
 			case 0:
-				p = testpods.New("anti-"+podName, "1", "2Gi", testpods.Labelled("app", fmt.Sprintf("anti-%d", i/50)),
-					testpods.AntiAffine(corev1.LabelHostname, fmt.Sprintf("anti-%d", i/50)))
+				p = testpods.New("anti-"+podName, "1", "2Gi", testpods.Labelled("app", fmt.Sprintf("anti-%d", i/group)),
+					testpods.AntiAffine(corev1.LabelHostname, fmt.Sprintf("anti-%d", i/group)))
 				used += 1000
 			case 1:
 				p = testpods.New("spread-"+podName, "500m", "1Gi", testpods.Labelled("app", "spread"),
@@ -96,37 +106,15 @@ func (s *countingSimulator) Simulate(ctx context.Context, c *Cluster, cands []*C
 	return s.Simulator.Simulate(ctx, c, cands)
 }
 
-// commandSavings is what the command saves per hour: the candidates' prices less the
-// replacement's cheapest instance type.
-func commandSavings(ctx context.Context, b testing.TB, prices *priceBook, its cloudprovider.InstanceTypes, cmd *Command) float64 {
-	saved := 0.0
-	for _, cand := range cmd.Candidates {
-		p, err := prices.nodePrice(ctx, cand)
-		if err != nil {
-			b.Fatal(err)
-		}
-		saved += p
-	}
-	for _, r := range cmd.Replacements {
-		reqs := scheduling.FromNodeSelectorRequirementsWithMinValues(r.Spec.Requirements...)
-		cheapest := 1e18
-		for _, name := range replacementTypes(r) {
-			for _, it := range its {
-				if it.Name == name {
-					cheapest = min(cheapest, it.CheapestPrice(reqs))
-				}
-			}
-		}
-		saved -= cheapest
-	}
-	return saved
-}
-
 // BenchmarkConsolidation measures one full consolidation decision over n nodes: multi-node
 // consolidation (binary search over the first 100 candidates within the budget) and then
-// single-node consolidation over the candidates in order, first success wins. It reports the
-// simulations run, the nodes each command removes and the cluster's cost per hour before and
-// after the multi-node command (the one the loop would execute).
+// single-node consolidation over the candidates in order, first success wins. Each decision
+// starts from a simulator that has not seen the cluster, as each pass of the loop reads the
+// cluster afresh; within the decision every simulation forks the one loaded snapshot. It
+// reports the simulations run, the nodes each command removes and the cluster's cost per
+// hour before and after the multi-node command (the one the loop would execute); then, once,
+// untimed by the benchmark, how long single-node decisions applied one after another (one
+// node at a time) take to save as much, and the cost they reach.
 func BenchmarkConsolidation(b *testing.B) {
 	sizes := []int{100, 500, 1000}
 	if *benchConsolidationLarge {
@@ -137,53 +125,98 @@ func BenchmarkConsolidation(b *testing.B) {
 		c := consolidationCluster(n, its)
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
 			ctx := context.Background()
-			sim := &countingSimulator{Simulator: newSolverSimulator(b, its)}
+			solverSim := newSolverSimulator(b, its)
+			sim := &countingSimulator{Simulator: solverSim}
 			base := Consolidation{Simulator: sim, InstanceTypes: benchTypes(its)}
 			multi, single := &MultiNodeConsolidation{Consolidation: base}, &SingleNodeConsolidation{Consolidation: base}
 			var multiCmd, singleCmd *Command
 			for b.Loop() {
 				sim.n = 0
-				for _, m := range []Method{multi, single} {
-					cands, _ := c.Candidates(m.Reason())
-					var mine []*Candidate
-					for _, cand := range cands {
-						if m.ShouldDisrupt(cand) {
-							mine = append(mine, cand)
-						}
-					}
-					allowed, _ := c.Allowed(m.Reason(), epoch)
-					cmd, _, err := m.ComputeCommand(ctx, c, allowed, mine)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if m == Method(multi) {
-						multiCmd = cmd
-					} else {
-						singleCmd = cmd
-					}
-				}
+				solverSim.forget()
+				multiCmd = decide(ctx, b, c, multi)
+				singleCmd = decide(ctx, b, c, single)
 			}
 			if multiCmd == nil || singleCmd == nil {
 				b.Fatalf("no consolidation found: multi %v, single %v", multiCmd, singleCmd)
 			}
 			verifyCommand(b, c, multiCmd, its)
 			verifyCommand(b, c, singleCmd, its)
-			prices := newPriceBook(benchTypes(its))
-			before := 0.0
-			cands, _ := c.Candidates(karpv1.DisruptionReasonUnderutilized)
-			for _, cand := range cands {
-				p, err := prices.nodePrice(ctx, cand)
-				if err != nil {
-					b.Fatal(err)
-				}
-				before += p
-			}
+			before := clusterCost(ctx, b, c, its)
+			afterMulti := clusterCost(ctx, b, applyCommand(b, c, multiCmd, its, "multi"), its)
 			b.ReportMetric(float64(sim.n), "simulations/op")
 			b.ReportMetric(float64(len(multiCmd.Candidates)), "multi-removed")
 			b.ReportMetric(float64(len(multiCmd.Replacements)), "multi-replacements")
 			b.ReportMetric(float64(len(singleCmd.Candidates)), "single-removed")
 			b.ReportMetric(before, "cost-before/h")
-			b.ReportMetric(before-commandSavings(ctx, b, prices, its, multiCmd), "cost-after-multi/h")
+			b.ReportMetric(afterMulti, "cost-after-multi/h")
+
+			if !*benchOneAtATime {
+				return
+			}
+			// One node at a time: single-node decisions, each applied before the next (a new
+			// cluster each time, as the loop would read), until they save as much.
+			start := time.Now()
+			one, decisions, cost := c, 0, before
+			for cost > afterMulti+1e-9 && decisions < 2*len(multiCmd.Candidates) {
+				cmd := decide(ctx, b, one, single)
+				if cmd == nil {
+					break
+				}
+				one = applyCommand(b, one, cmd, its, fmt.Sprintf("one%d", decisions))
+				decisions++
+				cost = clusterCost(ctx, b, one, its)
+			}
+			b.ReportMetric(time.Since(start).Seconds(), "one-at-a-time-s")
+			b.ReportMetric(float64(decisions), "one-at-a-time-decisions")
+			b.ReportMetric(cost, "cost-after-one-at-a-time/h")
 		})
+	}
+}
+
+// rebuildingPlanner hides the solver's PlanDisruptionWithout, so every simulation loads the
+// cluster again (the way before forking).
+type rebuildingPlanner struct{ DisruptionPlanner }
+
+// BenchmarkConsolidationAllRefused is single-node consolidation's worst case: every node
+// holds a pod of one hostname anti-affinity group, so no pod set moves to another node, and
+// the NodePool's limits allow no replacement; every candidate is simulated and refused (the
+// multi-node search before it refuses every prefix). mode=fork simulates each candidate in a
+// fork of one loaded cluster; mode=rebuild loads the whole cluster for each (up to 500 nodes:
+// beyond, the 3-minute budget cuts it).
+func BenchmarkConsolidationAllRefused(b *testing.B) {
+	sizes := []int{100, 500, 1000}
+	if *benchConsolidationLarge {
+		sizes = append(sizes, 2000)
+	}
+	its := testcatalog.Bench()
+	for _, n := range sizes {
+		c := consolidationClusterGrouped(n, n, its)
+		c.NodePools["default"].Spec.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+		for _, mode := range []string{"fork", "rebuild"} {
+			if mode == "rebuild" && n > 500 {
+				continue
+			}
+			b.Run(fmt.Sprintf("nodes=%d/mode=%s", n, mode), func(b *testing.B) {
+				ctx := context.Background()
+				solverSim := newSolverSimulator(b, its)
+				if mode == "rebuild" {
+					solverSim.planner = rebuildingPlanner{solverSim.planner}
+				}
+				sim := &countingSimulator{Simulator: solverSim}
+				base := Consolidation{Simulator: sim, InstanceTypes: benchTypes(its)}
+				multi, single := &MultiNodeConsolidation{Consolidation: base}, &SingleNodeConsolidation{Consolidation: base}
+				for b.Loop() {
+					sim.n = 0
+					solverSim.forget()
+					if cmd := decide(ctx, b, c, multi); cmd != nil {
+						b.Fatalf("multi-node command %s, want none", cmd)
+					}
+					if cmd := decide(ctx, b, c, single); cmd != nil {
+						b.Fatalf("single-node command %s, want none", cmd)
+					}
+				}
+				b.ReportMetric(float64(sim.n), "simulations/op")
+			})
+		}
 	}
 }

@@ -270,6 +270,7 @@ func TestConsolidationShouldDisrupt(t *testing.T) {
 		want bool
 	}{
 		{name: "WhenEmptyOrUnderutilized, consolidatable", np: testNodePool("default"), want: true},
+		{name: "Balanced, consolidatable", np: testNodePool("default", balanced), want: true},
 		{name: "WhenEmpty leaves underutilized nodes alone", np: whenEmpty},
 		{name: "consolidateAfter Never", np: never},
 		{name: "consolidateAfter not passed yet", np: testNodePool("default"), opts: []ncOption{func(nc *karpv1.NodeClaim, _ *corev1.Node) {

@@ -31,10 +31,13 @@ const Name = "disruption"
 
 // Defaults of Options.
 const (
-	DefaultPollInterval       = 10 * time.Second
-	DefaultValidationDelay    = 5 * time.Second
-	DefaultReplacementTimeout = 10 * time.Minute
-	DefaultReplacementPoll    = 2 * time.Second
+	DefaultPollInterval    = 10 * time.Second
+	DefaultValidationDelay = 5 * time.Second
+	// DefaultConsolidationValidationDelay is Karpenter's: long enough for pods that were
+	// about to bind to a candidate, or a scale-up in progress, to show.
+	DefaultConsolidationValidationDelay = 15 * time.Second
+	DefaultReplacementTimeout           = 10 * time.Minute
+	DefaultReplacementPoll              = 2 * time.Second
 )
 
 // Options tune the loop.
@@ -44,6 +47,9 @@ type Options struct {
 	// ValidationDelay is how long a command waits before it is checked again against the
 	// cluster and executed.
 	ValidationDelay time.Duration
+	// ConsolidationValidationDelay replaces ValidationDelay for the consolidation methods
+	// (emptiness, multi- and single-node).
+	ConsolidationValidationDelay time.Duration
 	// ReplacementTimeout bounds the wait for replacements to initialize.
 	ReplacementTimeout time.Duration
 	// ReplacementPoll is how often a waiting command looks at its replacements.
@@ -58,6 +64,9 @@ func (o *Options) defaults() {
 	}
 	if o.ValidationDelay == 0 {
 		o.ValidationDelay = DefaultValidationDelay
+	}
+	if o.ConsolidationValidationDelay == 0 {
+		o.ConsolidationValidationDelay = DefaultConsolidationValidationDelay
 	}
 	if o.ReplacementTimeout == 0 {
 		o.ReplacementTimeout = DefaultReplacementTimeout
@@ -172,6 +181,9 @@ func (c *Controller) Step(ctx context.Context) (bool, error) {
 			return false, fmt.Errorf("%s: executing %s: %w", m.Name(), fresh, err)
 		}
 		decisionsTotal.WithLabelValues(string(fresh.Decision()), MetricReason(fresh.Reason), consolidationTypeOf(m)).Inc()
+		if t := consolidationTypeOf(m); t == ConsolidationTypeMulti || t == ConsolidationTypeSingle {
+			recordApproved(c.pub, fresh)
+		}
 		logCommand(logger, fresh)
 		return true, nil
 	}
@@ -213,15 +225,16 @@ func (c *Controller) compute(ctx context.Context, cluster *Cluster, m Method, no
 	return cmd, err
 }
 
-// validate waits ValidationDelay, reads the cluster again and recomputes the command over
-// the same candidates: each must still be a candidate the method acts on, the budgets must
-// still allow them all, and the simulation must still accept them with no more replacements.
+// validate waits the method's validation delay, reads the cluster again and recomputes the
+// command over the same candidates: each must still be a candidate the method acts on, the
+// budgets must still allow them all, and the simulation must still accept them with no more
+// replacements.
 // It returns the recomputed command (fresh objects, fresh replacements), or nil and why.
 func (c *Controller) validate(ctx context.Context, m Method, cmd *Command) (*Command, string, error) {
 	select {
 	case <-ctx.Done():
 		return nil, "", ctx.Err()
-	case <-c.clock.After(c.opts.ValidationDelay):
+	case <-c.clock.After(c.validationDelay(m)):
 	}
 	cluster, err := c.load(ctx)
 	if err != nil {
@@ -277,6 +290,15 @@ func (c *Controller) validate(ctx context.Context, m Method, cmd *Command) (*Com
 		out.Replacements, out.Destinations = result.Replacements, result.Destinations
 	}
 	return out, "", nil
+}
+
+// validationDelay is how long m's commands wait before validation: consolidation's delay for
+// the consolidation methods, the loop's for the others.
+func (c *Controller) validationDelay(m Method) time.Duration {
+	if consolidationTypeOf(m) != "" {
+		return c.opts.ConsolidationValidationDelay
+	}
+	return c.opts.ValidationDelay
 }
 
 // revalidator is a method that checks its own commands again after the validation delay

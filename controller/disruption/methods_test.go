@@ -2,10 +2,14 @@ package disruption
 
 import (
 	"context"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
@@ -106,4 +110,64 @@ func names(cands []*Candidate) []string {
 		out[i] = c.Name()
 	}
 	return out
+}
+
+// TestValidationDelayPerMethod: consolidation commands (emptiness here) are validated after
+// the consolidation delay, other methods' (drift) after the loop's.
+func TestValidationDelayPerMethod(t *testing.T) {
+	tests := []struct {
+		name   string
+		method Method
+		opts   []ncOption
+		delay  time.Duration
+	}{
+		{name: "emptiness waits the consolidation delay", method: &Emptiness{}, delay: 15 * time.Second},
+		{name: "drift waits the loop's delay", method: &Drift{Simulator: &fakeSimulator{}}, opts: []ncOption{drifted}, delay: 5 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newClient(t, objects(testNodePool("default"), pair(testNode("a", "default", tt.opts...)))...)
+			cluster, err := LoadCluster(context.Background(), c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cands, _ := cluster.Candidates(tt.method.Reason())
+			clk := clocktesting.NewFakeClock(epoch)
+			ctrl := New(c, c, events.NewFakeRecorder(10), clk, nil, Options{ValidationDelay: 5 * time.Second, ConsolidationValidationDelay: 15 * time.Second})
+			done := make(chan *Command, 1)
+			go func() {
+				out, _, err := ctrl.validate(context.Background(), tt.method, &Command{Method: tt.method.Name(), Reason: tt.method.Reason(), Candidates: cands})
+				if err != nil {
+					t.Error(err)
+				}
+				done <- out
+			}()
+			waitFor(t, clk.HasWaiters)
+			clk.Step(tt.delay - time.Millisecond)
+			if !clk.HasWaiters() {
+				t.Fatalf("validated before %v", tt.delay)
+			}
+			clk.Step(time.Millisecond)
+			select {
+			case out := <-done:
+				if out == nil {
+					t.Error("command dropped at validation, want it kept")
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("not validated %v after the command", tt.delay)
+			}
+		})
+	}
+}
+
+// waitFor polls cond until it holds (bounded generously).
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 30s")
+		}
+		runtime.Gosched()
+	}
 }

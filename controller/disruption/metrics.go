@@ -50,6 +50,15 @@ var (
 		Namespace: "karpenter", Subsystem: "voluntary_disruption", Name: "failed_validations_total",
 		Help: "Disruption commands dropped because they no longer held after the validation delay, by consolidation type.",
 	}, []string{"consolidation_type"})
+	consolidationScore = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "karpenter", Subsystem: "consolidation", Name: "score",
+		Help:    "Score of balanced consolidation moves. Labeled by decision, NodePool, and policy.",
+		Buckets: []float64{0.1, 0.25, 0.5, 1, 2, 5, 10, 25, 50, 100},
+	}, []string{"decision", "nodepool", "policy"})
+	consolidationMoves = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "karpenter", Subsystem: "consolidation", Name: "moves_total",
+		Help: "Number of consolidation moves, approved (executed) or rejected by the Balanced score. Labeled by decision, NodePool, and policy.",
+	}, []string{"decision", "nodepool", "policy"})
 	// UnhealthyDisruptedTotal counts NodeClaims node repair replaced, by the condition that
 	// made the node unhealthy.
 	UnhealthyDisruptedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -59,7 +68,7 @@ var (
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(decisionsTotal, consolidationTimeouts, failedValidations, eligibleNodes, evaluationDuration, allowedDisruptions, nodesConsumingBudgets, nodeClaimsCreated, disruptedTotal, UnhealthyDisruptedTotal)
+	crmetrics.Registry.MustRegister(decisionsTotal, consolidationTimeouts, consolidationScore, consolidationMoves, failedValidations, eligibleNodes, evaluationDuration, allowedDisruptions, nodesConsumingBudgets, nodeClaimsCreated, disruptedTotal, UnhealthyDisruptedTotal)
 }
 
 // MetricReason turns a reason (Drifted, Empty, Expired) into its metric label value.

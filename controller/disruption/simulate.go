@@ -53,6 +53,12 @@ type DisruptionPlanner interface {
 	PlanDisruption(ctx context.Context, pods []*corev1.Pod) (*simulation.Plan, error)
 }
 
+// ForkingPlanner plans several disruptions of one cluster from one loaded snapshot, forking
+// it per plan instead of loading the cluster again (solver.Solver implements it).
+type ForkingPlanner interface {
+	PlanDisruptionWithout(ctx context.Context, key any, base solver.ClusterState, removed []string, pods []*corev1.Pod) (*simulation.Plan, error)
+}
+
 // SolverSimulator runs the provisioning solver — the real kube-scheduler Filters over the
 // cluster, launching NodeClaims and new capacity — on a view of the cluster in which the
 // candidates are gone and their pods are pending. Pending pods of the cluster are planned
@@ -62,6 +68,10 @@ type SolverSimulator struct {
 	planner   DisruptionPlanner
 	view      *View
 	offerings UnavailableSource
+	// base is the cluster a ForkingPlanner keeps loaded (the cluster of the last simulation,
+	// without nodes being deleted), and baseKey its key.
+	base    *Cluster
+	baseKey *int
 }
 
 // UnavailableSource is the controller's record of offerings that failed to launch
@@ -87,6 +97,9 @@ func (s *SolverSimulator) Simulate(ctx context.Context, c *Cluster, cands []*Can
 		if err != nil {
 			return nil, fmt.Errorf("reading unavailable offerings: %w", err)
 		}
+		if !sameKeys(unavailable, s.view.unavailableNow()) {
+			s.base = nil // the loaded cluster's topology domains follow the offerings
+		}
 		s.view.setUnavailable(unavailable)
 	}
 	batch := s.view.set(c, cands)
@@ -100,7 +113,7 @@ func (s *SolverSimulator) Simulate(ctx context.Context, c *Cluster, cands []*Can
 	if moving.Len() == 0 {
 		return &Simulation{Destinations: map[types.UID]string{}, Unschedulable: map[types.UID]string{}}, nil
 	}
-	plan, err := s.planner.PlanDisruption(ctx, batch)
+	plan, err := s.plan(ctx, c, cands, batch)
 	if err != nil {
 		return nil, fmt.Errorf("simulating %d pods of %s: %w", moving.Len(), candidateList(cands), err)
 	}
@@ -128,6 +141,61 @@ func (s *SolverSimulator) Simulate(ctx context.Context, c *Cluster, cands []*Can
 		out.Replacements = append(out.Replacements, planned.NodeClaim)
 	}
 	return out, nil
+}
+
+// plan plans batch on the view. A ForkingPlanner keeps c loaded between simulations (one
+// decision simulates many candidate sets over the same Cluster) and only takes the
+// candidates' nodes away per plan.
+func (s *SolverSimulator) plan(ctx context.Context, c *Cluster, cands []*Candidate, batch []*corev1.Pod) (*simulation.Plan, error) {
+	fp, ok := s.planner.(ForkingPlanner)
+	if !ok {
+		return s.planner.PlanDisruption(ctx, batch)
+	}
+	if s.base != c {
+		s.base, s.baseKey = c, new(int)
+	}
+	var removed []string
+	for _, cand := range cands {
+		// A node going away (a pre-plan's NodeClaim already deleted) is not in the base.
+		if cand.Node.DeletionTimestamp == nil && cand.NodeClaim.DeletionTimestamp == nil {
+			removed = append(removed, cand.Node.Name)
+		}
+	}
+	return fp.PlanDisruptionWithout(ctx, s.baseKey, &lazyState{c: c}, removed, batch)
+}
+
+// forget drops the loaded cluster, so the next simulation loads it again.
+func (s *SolverSimulator) forget() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.base, s.baseKey = nil, nil
+}
+
+// lazyState is c as the View shows it with no candidate (nodes being deleted left out),
+// computed only if the planner reads it.
+type lazyState struct {
+	c    *Cluster
+	view *View
+}
+
+func (l *lazyState) get() *View {
+	if l.view == nil {
+		l.view = &View{}
+		l.view.set(l.c, nil)
+	}
+	return l.view
+}
+
+func (l *lazyState) NodePools(ctx context.Context) ([]*karpv1.NodePool, error) {
+	return l.get().NodePools(ctx)
+}
+func (l *lazyState) NodeClaims(ctx context.Context) ([]*karpv1.NodeClaim, error) {
+	return l.get().NodeClaims(ctx)
+}
+func (l *lazyState) Nodes(ctx context.Context) ([]*corev1.Node, error) { return l.get().Nodes(ctx) }
+func (l *lazyState) Pods(ctx context.Context) ([]*corev1.Pod, error)   { return l.get().Pods(ctx) }
+func (l *lazyState) DaemonSets(ctx context.Context) ([]*appsv1.DaemonSet, error) {
+	return l.get().DaemonSets(ctx)
 }
 
 func candidateList(cands []*Candidate) string {
@@ -162,6 +230,24 @@ func (v *View) Unavailable(capacityType, instanceType, zone string) bool {
 	defer v.mu.Unlock()
 	_, ok := v.unavailable[cloudprovider.OfferingKey{CapacityType: capacityType, InstanceType: instanceType, Zone: zone}]
 	return ok
+}
+
+func (v *View) unavailableNow() map[cloudprovider.OfferingKey]time.Time {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.unavailable
+}
+
+func sameKeys[K comparable, V any](a, b map[K]V) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if _, ok := b[k]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func (v *View) setUnavailable(m map[cloudprovider.OfferingKey]time.Time) {

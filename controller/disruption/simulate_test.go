@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
@@ -90,5 +91,29 @@ func TestSolverSimulator(t *testing.T) {
 	}
 	if why := result.Refusal(cands); !strings.HasPrefix(why, "pod default/huge would not schedule: no NodePool fits") {
 		t.Errorf("refusal = %q", why)
+	}
+}
+
+// TestSolverSimulatorNodeGoingAway: a pre-plan may simulate a NodeClaim that is already being
+// deleted, whose node the loaded cluster leaves out; its pods still find the room elsewhere.
+func TestSolverSimulatorNodeGoingAway(t *testing.T) {
+	its := testCatalog(t, 0)
+	cluster, _ := loadCluster(t, objects(testNodePool("default"),
+		pair(testNode("a", "default", typed(its, "large", "on-demand"), func(nc *karpv1.NodeClaim, _ *corev1.Node) {
+			now := metav1.NewTime(epoch)
+			nc.DeletionTimestamp, nc.Finalizers = &now, []string{"test"}
+		})),
+		pair(testNode("b", "default", typed(its, "large", "on-demand"))), testPod("web", "node-a"))...)
+	nc := cluster.NodeClaims[slices.IndexFunc(cluster.NodeClaims, func(nc *karpv1.NodeClaim) bool { return nc.Name == "a" })]
+	cand := &Candidate{NodeClaim: nc, Node: cluster.NodeOf["a"], NodePool: cluster.NodePools["default"], Pods: cluster.PodsByNode["node-a"]}
+	sim := newSolverSimulator(t, its)
+	for range 2 { // the second forks the loaded cluster
+		result, err := sim.Simulate(context.Background(), cluster, []*Candidate{cand})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := result.Destinations["pod-web"]; got != "b" || len(result.Replacements) != 0 {
+			t.Fatalf("web → %q with %d replacements, want b and none", got, len(result.Replacements))
+		}
 	}
 }

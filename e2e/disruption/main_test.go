@@ -22,5 +22,6 @@ func TestMain(m *testing.M) {
 	// toleration so a node Unknown for 15 s is repaired (the documented one is 30 minutes).
 	os.Setenv("FEATURE_GATES", "NodeRepair=true")
 	os.Setenv("REPAIR_TOLERATION", "15s")
+	os.Setenv("CONSOLIDATION_VALIDATION_DELAY", "5s") // Karpenter's 15 s would only slow the suite
 	os.Exit(framework.Main(m, &env))
 }

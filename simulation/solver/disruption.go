@@ -27,6 +27,11 @@ func (s *Solver) PlanDisruption(ctx context.Context, pods []*corev1.Pod) (*simul
 		return nil, err
 	}
 	defer func() { _ = s.engine.Reset(nil, nil) }()
+	return r.planDisruption(ctx, pods)
+}
+
+// planDisruption places pods, registered nodes first.
+func (r *run) planDisruption(ctx context.Context, pods []*corev1.Pod) (*simulation.Plan, error) {
 	if err := r.useRegisteredNodes(ctx); err != nil {
 		return nil, err
 	}
@@ -39,6 +44,77 @@ func (s *Solver) PlanDisruption(ctx context.Context, pods []*corev1.Pod) (*simul
 		}
 	}
 	return r.finish()
+}
+
+// PlanDisruptionWithout is PlanDisruption for several plans over one cluster that differ only
+// in the nodes they take away: the cluster, read from base (its nodes and bound pods), is
+// loaded into the snapshot on the first call for key and kept; each call forks it, removes
+// the nodes named in removed with their pods, plans pods as PlanDisruption does, and reverts
+// the fork. The solver's State must read as base without removed and their pods (and with the
+// pods to plan unbound), and the Unavailable offerings must be those of the key's first call.
+// Plan, PlanDisruption or another key in between load afresh.
+func (s *Solver) PlanDisruptionWithout(ctx context.Context, key any, base ClusterState, removed []string, pods []*corev1.Pod) (*simulation.Plan, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if key == nil || s.base != key {
+		s.base = nil
+		if err := s.loadBase(ctx, base); err != nil {
+			return nil, err
+		}
+		s.base = key
+	}
+	s.engine.Fork()
+	s.forked = true
+	defer func() {
+		s.forked = false
+		// A fork left open by an error would leave the base changed: load it again next time.
+		if s.engine.Snapshot().Depth() != 1 || s.engine.Revert() != nil {
+			s.base = nil
+			_ = s.engine.Reset(nil, nil)
+		}
+	}()
+	for _, name := range removed {
+		if err := s.engine.Snapshot().RemoveNode(name); err != nil {
+			return nil, fmt.Errorf("removing node %s from the snapshot: %w", name, err)
+		}
+	}
+	r, err := s.newRun(ctx, pods)
+	if err != nil {
+		return nil, err
+	}
+	return r.planDisruption(ctx, pods)
+}
+
+// loadBase loads state's nodes (initializing ones as the capacity they are about to be, as
+// newRun sees them) and pods into the snapshot, with the NodePools' topology domains, which
+// every plan of the base shares (the caller changes the key when unavailable offerings
+// change).
+func (s *Solver) loadBase(ctx context.Context, state ClusterState) error {
+	nodePools, err := state.NodePools(ctx)
+	if err != nil {
+		return fmt.Errorf("listing nodepools: %w", err)
+	}
+	nodeClaims, err := state.NodeClaims(ctx)
+	if err != nil {
+		return fmt.Errorf("listing nodeclaims: %w", err)
+	}
+	nodes, err := state.Nodes(ctx)
+	if err != nil {
+		return fmt.Errorf("listing nodes: %w", err)
+	}
+	pods, err := state.Pods(ctx)
+	if err != nil {
+		return fmt.Errorf("listing pods: %w", err)
+	}
+	nodes, _ = initializingNodes(nodes, nodeClaims)
+	if err := s.engine.Reset(nodes, pods); err != nil {
+		return fmt.Errorf("loading cluster into the snapshot: %w", err)
+	}
+	r := &run{s: s, engine: s.engine}
+	if r.pools, _, err = s.readyPools(ctx, nodePools, nodeClaims); err != nil {
+		return err
+	}
+	return r.addDomains()
 }
 
 // useRegisteredNodes adds every registered node that is not being deleted and whose NodeClaim

@@ -3,6 +3,7 @@ package solver
 import (
 	"fmt"
 	"maps"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -47,7 +48,7 @@ func (r *run) addDomains() error {
 				for _, arch := range valuesOf(it.Requirements.Get(corev1.LabelArchStable), p.reqs.Get(corev1.LabelArchStable)) {
 					for _, os := range valuesOf(it.Requirements.Get(corev1.LabelOSStable), p.reqs.Get(corev1.LabelOSStable)) {
 						values := []string{o.Zone(), o.CapacityType(), arch, os}
-						key := fmt.Sprint(values)
+						key := strings.Join(values, "\x00") // runs per offering in every plan: no fmt
 						if combos.Has(key) {
 							continue
 						}

@@ -23,6 +23,10 @@ type Solver struct {
 	mu      sync.Mutex
 	engine  *simulation.Engine
 	volumes *volumeTopology
+	// base is the key of the cluster PlanDisruptionWithout keeps loaded in the engine (nil:
+	// none); forked says a plan runs in a fork of it, so newRun does not load the state.
+	base   any
+	forked bool
 }
 
 var _ simulation.Planner = (*Solver)(nil)
@@ -184,8 +188,11 @@ func (s *Solver) newRun(ctx context.Context, pending []*corev1.Pod) (*run, error
 		return nil, fmt.Errorf("listing daemonsets: %w", err)
 	}
 	nodes, initializing := initializingNodes(nodes, nodeClaims)
-	if err := s.engine.Reset(nodes, pods); err != nil {
-		return nil, fmt.Errorf("loading cluster into the snapshot: %w", err)
+	if !s.forked {
+		s.base = nil
+		if err := s.engine.Reset(nodes, pods); err != nil {
+			return nil, fmt.Errorf("loading cluster into the snapshot: %w", err)
+		}
 	}
 	r := &run{
 		s:                s,
@@ -220,8 +227,10 @@ func (s *Solver) newRun(ctx context.Context, pending []*corev1.Pod) (*run, error
 	if r.pools, r.skipped, err = s.readyPools(ctx, nodePools, nodeClaims); err != nil {
 		return nil, err
 	}
-	if err := r.addDomains(); err != nil {
-		return nil, err
+	if !s.forked { // a forked plan's base has its domains already (loadBase)
+		if err := r.addDomains(); err != nil {
+			return nil, err
+		}
 	}
 	if err := r.addInFlight(ctx, nodeClaims, nodes, pods); err != nil {
 		return nil, err

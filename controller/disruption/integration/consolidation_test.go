@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -111,5 +112,59 @@ func TestPDBBlockedNodeIsUnconsolidatable(t *testing.T) {
 	})
 	if !w.exists("held") {
 		t.Error("PDB-blocked node was consolidated")
+	}
+}
+
+// hasEvent reports whether an event with reason about object name has a note containing want.
+func hasEvent(t *testing.T, reason, name, want string) bool {
+	t.Helper()
+	var list eventsv1.EventList
+	if err := admin.List(context.Background(), &list, client.InNamespace(metav1.NamespaceDefault)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range list.Items {
+		if e.Reason == reason && e.Regarding.Name == name && strings.Contains(e.Note, want) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestBalancedApprovesADeleteWorthIt: under Balanced, deleting a node that is half the
+// NodePool's cost and half its disruption scores 1 and goes ahead, with a
+// ConsolidationApproved event on its NodeClaim.
+func TestBalancedApprovesADeleteWorthIt(t *testing.T) {
+	w := newWorldWith(t, consolidating(karpv1.ConsolidationPolicyBalanced))
+	w.node("idle", "4", false)
+	w.node("roomy", "4", false)
+	w.consolidatable("idle")
+	w.pod("web-1", "idle", "500m")
+	w.pod("busy", "roomy", "2")
+	startLoop(t)
+	await(t, "the NodeClaim deleted", func() bool { return !w.exists("idle") })
+	await(t, "a ConsolidationApproved event", func() bool {
+		return hasEvent(t, disruption.EventConsolidationApproved, w.pool+"-idle", "score 1.00 (saves 50.0% of nodepool "+w.pool+"'s cost for 50.0% of its disruption")
+	})
+}
+
+// TestBalancedRejectsADeleteNotWorthIt: the same kind of delete, but the node holds ten of the
+// NodePool's twelve pods and a third of its cost: 0.33 ÷ 0.79 = 0.42 < 0.5, so the node stays
+// and gets an Unconsolidatable event with the score.
+func TestBalancedRejectsADeleteNotWorthIt(t *testing.T) {
+	w := newWorldWith(t, consolidating(karpv1.ConsolidationPolicyBalanced))
+	w.node("crowded", "4", false)
+	w.node("roomy", "4", false)
+	w.node("spare", "4", false)
+	w.consolidatable("crowded")
+	for i := range 10 {
+		w.pod(fmt.Sprintf("web-%d", i), "crowded", "100m")
+	}
+	w.pod("busy", "roomy", "2")
+	startLoop(t)
+	await(t, "an Unconsolidatable event with the score", func() bool {
+		return hasEvent(t, disruption.EventUnconsolidatable, w.pool+"-crowded", "Balanced consolidation: savings do not justify the disruption, score 0.42")
+	})
+	if !w.exists("crowded") || len(w.replacements()) != 0 {
+		t.Errorf("rejected move executed: crowded exists %v, replacements %d", w.exists("crowded"), len(w.replacements()))
 	}
 }

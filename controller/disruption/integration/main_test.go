@@ -119,7 +119,7 @@ func startLoop(t *testing.T) (stop func()) {
 		[]disruption.Method{&disruption.Drift{Simulator: sim}, &disruption.Emptiness{},
 			&disruption.MultiNodeConsolidation{Consolidation: disruption.Consolidation{Simulator: sim, InstanceTypes: staticTypes(its)}},
 			&disruption.SingleNodeConsolidation{Consolidation: disruption.Consolidation{Simulator: sim, InstanceTypes: staticTypes(its)}}},
-		disruption.Options{ValidationDelay: 100 * time.Millisecond, PollInterval: 500 * time.Millisecond, ReplacementPoll: 200 * time.Millisecond})
+		disruption.Options{ValidationDelay: 100 * time.Millisecond, ConsolidationValidationDelay: 100 * time.Millisecond, PollInterval: 500 * time.Millisecond, ReplacementPoll: 200 * time.Millisecond})
 	if err := mgr.Add(loop); err != nil {
 		t.Fatal(err)
 	}
