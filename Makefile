@@ -27,10 +27,11 @@ tools: ## Build etcd, kube-apiserver, kube-controller-manager and kwok from go.m
 	hack/tools.sh etcd kube-apiserver kube-controller-manager kwok
 
 .PHONY: generate
-generate: ## Generate deepcopy functions and the CRDs in manifests/crds
+generate: ## Generate deepcopy functions, the CRDs in manifests/crds (copied into charts/joinery/crds) and manifests/deploy from charts/joinery
 	$(GO) tool controller-gen object paths=./apis/...
 	rm -f manifests/crds/*.yaml
 	$(GO) tool controller-gen crd paths=./apis/... output:crd:dir=manifests/crds
+	$(GO) run ./hack/chartgen
 
 .PHONY: verify
 verify: generate ## Fail when generated files are stale, code is not gofmt'ed, go vet complains, an import breaks the layout's rules or the tree is dirty
