@@ -18,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/joinery-dev/joinery/apis"
@@ -36,6 +37,7 @@ import (
 
 type options struct {
 	metricsAddr             string
+	metricsSecure           bool
 	probeAddr               string
 	leaderElect             bool
 	leaderElectionNamespace string
@@ -54,6 +56,7 @@ type options struct {
 func main() {
 	var opts options
 	flag.StringVar(&opts.metricsAddr, "metrics-bind-address", ":8080", "address the Prometheus metrics endpoint binds to; \"0\" disables it")
+	flag.BoolVar(&opts.metricsSecure, "metrics-secure", false, "serve metrics over HTTPS to clients the API server authenticates (TokenReview) and authorizes for get on /metrics (SubjectAccessReview); the chart turns it on")
 	flag.StringVar(&opts.probeAddr, "health-probe-bind-address", ":8081", "address the /healthz and /readyz endpoints bind to")
 	flag.BoolVar(&opts.leaderElect, "leader-elect", true, "elect a leader so that only one replica acts at a time")
 	flag.StringVar(&opts.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease and of the controller's ConfigMaps such as joinery-unavailable-offerings (default: the pod's namespace, or kube-system out of cluster)")
@@ -115,7 +118,7 @@ func run(opts options) error {
 	namespace := controllerNamespace(opts.leaderElectionNamespace)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
+		Metrics:                 metricsOptions(opts),
 		HealthProbeBindAddress:  opts.probeAddr,
 		LeaderElection:          opts.leaderElect,
 		LeaderElectionID:        "joinery-controller-leader",
@@ -190,6 +193,18 @@ func newCloudProvider(ctx context.Context, opts options, mgr ctrl.Manager, names
 	default:
 		return nil, fmt.Errorf("unknown --cloud-provider %q (known: %s, %s)", opts.cloudProvider, kwok.Name, aws.Name)
 	}
+}
+
+// metricsOptions serves plain HTTP, for a bind address only the host reaches (the local
+// cluster's loopback), or with --metrics-secure HTTPS behind the API server's authentication
+// and authorization, as kube-scheduler serves joinery-scheduler's metrics.
+func metricsOptions(opts options) metricsserver.Options {
+	m := metricsserver.Options{BindAddress: opts.metricsAddr}
+	if opts.metricsSecure {
+		m.SecureServing = true
+		m.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return m
 }
 
 // controllerNamespace is where the controller keeps its Lease and ConfigMaps: the
