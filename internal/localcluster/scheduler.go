@@ -88,7 +88,7 @@ func (c *Cluster) joineryScheduler() (component, error) {
 		return component{}, fmt.Errorf("write scheduler config: %w", err)
 	}
 	// Where joinery-controller keeps the unavailable-offerings record.
-	env := append(c.awsEnv(), "JOINERY_CONTROLLER_NAMESPACE="+c.ControllerNamespace())
+	env := append(c.schedulerAWSEnv(), "JOINERY_CONTROLLER_NAMESPACE="+c.ControllerNamespace())
 	return component{
 		env:  env,
 		name: string(JoineryScheduler),
