@@ -10,9 +10,13 @@ import (
 	"github.com/joinery-dev/joinery/internal/localcluster"
 )
 
-// forbiddenMarker is how the API server words a request RBAC refused to a ServiceAccount, as
-// client-go logs it (a reflector's failed list or watch, a controller's failed call).
-const forbiddenMarker = `is forbidden: User "system:serviceaccount:`
+// forbiddenMarker and serviceAccountMarker are how the API server words a request RBAC
+// refused to a ServiceAccount, as client-go logs it (a reflector's failed list or watch, a
+// controller's failed call); the user's name is quoted, and escaped inside a logged string.
+const (
+	forbiddenMarker      = "is forbidden: User "
+	serviceAccountMarker = "system:serviceaccount:"
+)
 
 // forbiddenRequests returns the lines of joinery's binaries' logs in logsDir that report a
 // request the API server refused for lack of a permission, at most a few per binary. The
@@ -34,7 +38,7 @@ func forbiddenRequests(logsDir string) ([]string, error) {
 		scanner.Buffer(make([]byte, 0, 64*1024), 4*1024*1024)
 		n := 0
 		for scanner.Scan() {
-			if line := scanner.Text(); strings.Contains(line, forbiddenMarker) {
+			if line := scanner.Text(); strings.Contains(line, forbiddenMarker) && strings.Contains(line, serviceAccountMarker) {
 				if n++; n <= 5 {
 					found = append(found, fmt.Sprintf("%s: %s", comp, line))
 				}
