@@ -34,7 +34,11 @@ func TestSchedulerCannotTouchTheCloud(t *testing.T) {
 			return err
 		},
 		"CreateFleet": func() error {
-			_, err := client.CreateFleet(t.Context(), &ec2.CreateFleetInput{LaunchTemplateConfigs: []ec2types.FleetLaunchTemplateConfigRequest{}})
+			_, err := client.CreateFleet(t.Context(), &ec2.CreateFleetInput{
+				Type:                        ec2types.FleetTypeInstant,
+				LaunchTemplateConfigs:       []ec2types.FleetLaunchTemplateConfigRequest{{LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{LaunchTemplateName: awssdk.String("none"), Version: awssdk.String("$Latest")}}},
+				TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{TotalTargetCapacity: awssdk.Int32(1), DefaultTargetCapacityType: ec2types.DefaultTargetCapacityTypeOnDemand},
+			})
 			return err
 		},
 		"TerminateInstances": func() error {
