@@ -56,7 +56,6 @@ type options struct {
 func main() {
 	var opts options
 	flag.StringVar(&opts.metricsAddr, "metrics-bind-address", ":8080", "address the Prometheus metrics endpoint binds to; \"0\" disables it")
-	flag.BoolVar(&opts.metricsSecure, "metrics-secure", false, "serve metrics over HTTPS to clients the API server authenticates (TokenReview) and authorizes for get on /metrics (SubjectAccessReview); the chart turns it on")
 	flag.StringVar(&opts.probeAddr, "health-probe-bind-address", ":8081", "address the /healthz and /readyz endpoints bind to")
 	flag.BoolVar(&opts.leaderElect, "leader-elect", true, "elect a leader so that only one replica acts at a time")
 	flag.StringVar(&opts.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease and of the controller's ConfigMaps such as joinery-unavailable-offerings (default: the pod's namespace, or kube-system out of cluster)")
@@ -84,6 +83,7 @@ func main() {
 	}
 	flag.DurationVar(&opts.disruption.repairToleration, "repair-toleration", repairToleration, "with NodeRepair: replace every repair policy's toleration duration (tests and demonstrations only; 0 keeps the provider's policies; env REPAIR_TOLERATION)")
 	flag.BoolVar(&opts.printVersion, "version", false, "print the version and exit")
+	flag.BoolVar(&opts.metricsSecure, "metrics-secure", false, "serve metrics over HTTPS to clients the API server authenticates (TokenReview) and authorizes for get on /metrics (SubjectAccessReview); the chart turns it on")
 	opts.aws.BindFlags(flag.CommandLine)
 	zapOpts := zap.Options{Development: false} // JSON logs unless --zap-devel
 	zapOpts.BindFlags(flag.CommandLine)
