@@ -18,6 +18,7 @@ import (
 
 	"github.com/joinery-dev/joinery/internal/chart"
 	"github.com/joinery-dev/joinery/internal/localcluster"
+	"github.com/joinery-dev/joinery/simulation"
 )
 
 // rendered is a rendering decoded into objects by kind and name.
@@ -393,4 +394,41 @@ func matches(selector, labels map[string]string) bool {
 		}
 	}
 	return len(selector) > 0
+}
+
+// TestControllerSimulatesWithTheSchedulersProfile: joinery-controller's disruption loads the
+// profile joinery-scheduler provisions with from the same ConfigMap, as simulation.LoadProfile
+// reads it, for the default profile name and another.
+func TestControllerSimulatesWithTheSchedulersProfile(t *testing.T) {
+	for _, tt := range []struct {
+		values             map[string]any
+		deployment, config string
+		profile            string
+	}{
+		{nil, "joinery-controller", "joinery-scheduler-config", "joinery"},
+		{readValues(t, "nondefault-values.yaml"), "acme-controller", "acme-scheduler-config", "acme"},
+	} {
+		r := render(t, tt.values)
+		var d appsv1.Deployment
+		r.get(t, "Deployment", tt.deployment, &d)
+		pod := d.Spec.Template.Spec
+		args := pod.Containers[0].Args
+		if !slices.Contains(args, "--scheduler-config=/etc/joinery/config.yaml") || !slices.Contains(args, "--scheduler-name="+tt.profile) {
+			t.Errorf("%s args %v: want the scheduler's configuration and profile %s", tt.deployment, args, tt.profile)
+		}
+		if len(pod.Volumes) != 1 || pod.Volumes[0].ConfigMap == nil || pod.Volumes[0].ConfigMap.Name != tt.config {
+			t.Errorf("%s volumes %+v: want ConfigMap %s", tt.deployment, pod.Volumes, tt.config)
+		}
+		path := filepath.Join(t.TempDir(), "config.yaml")
+		if err := os.WriteFile(path, []byte(schedulerConfig(t, r, tt.config)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		profile, err := simulation.LoadProfile(path, tt.profile)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.config, err)
+		}
+		if profile.SchedulerName != tt.profile {
+			t.Errorf("loaded profile %s, want %s", profile.SchedulerName, tt.profile)
+		}
+	}
 }
