@@ -27,10 +27,11 @@ tools: ## Build etcd, kube-apiserver, kube-controller-manager and kwok from go.m
 	hack/tools.sh etcd kube-apiserver kube-controller-manager kwok
 
 .PHONY: generate
-generate: ## Generate deepcopy functions, the CRDs in manifests/crds and docs/metrics.md
+generate: ## Generate deepcopy functions, the CRDs in manifests/crds (copied into charts/joinery/crds), manifests/deploy from charts/joinery, and docs/metrics.md
 	$(GO) tool controller-gen object paths=./apis/...
 	rm -f manifests/crds/*.yaml
 	$(GO) tool controller-gen crd paths=./apis/... output:crd:dir=manifests/crds
+	$(GO) run ./hack/chartgen
 	$(GO) run ./hack/metricsdocs -out docs/metrics.md
 
 .PHONY: verify

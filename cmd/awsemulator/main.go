@@ -40,6 +40,8 @@ type options struct {
 	interval    time.Duration
 	// queues are SQS queues created at start, e.g. joinery-controller's interruption queue.
 	queues string
+	// readOnlyKeys are access key IDs that may only read, e.g. joinery-scheduler's.
+	readOnlyKeys string
 }
 
 func main() {
@@ -51,6 +53,7 @@ func main() {
 	flag.StringVar(&opts.clusterName, "cluster-name", awsemulator.DefaultClusterName, "cluster instances must bootstrap into to become Nodes (joinery-controller's --cluster-name)")
 	flag.DurationVar(&opts.interval, "sync-interval", 500*time.Millisecond, "how often the node agent compares instances and Nodes")
 	flag.StringVar(&opts.queues, "create-queues", "", "comma-separated SQS queues to create at start, e.g. the interruption queue joinery-controller polls")
+	flag.StringVar(&opts.readOnlyKeys, "read-only-access-keys", "", "comma-separated access key IDs allowed only Describe*, Get* and List* calls, as a read-only IAM policy allows (e.g. joinery-scheduler's)")
 	flag.Parse()
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -75,12 +78,9 @@ func run(opts options, log *slog.Logger) error {
 		}
 	}
 
-	server := awsemulator.NewServer(awsemulator.Options{Region: opts.region})
+	server := awsemulator.NewServer(awsemulator.Options{Region: opts.region, ReadOnlyAccessKeys: splitList(opts.readOnlyKeys)})
 	defer server.Close()
-	for _, queue := range strings.Split(opts.queues, ",") {
-		if queue = strings.TrimSpace(queue); queue == "" {
-			continue
-		}
+	for _, queue := range splitList(opts.queues) {
 		if _, err := server.CreateQueue(queue); err != nil {
 			return fmt.Errorf("creating SQS queue %s: %w", queue, err)
 		}
@@ -117,4 +117,15 @@ func run(opts options, log *slog.Logger) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(value string) []string {
+	var items []string
+	for _, item := range strings.Split(value, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			items = append(items, item)
+		}
+	}
+	return items
 }

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/joinery-dev/joinery/apis"
@@ -43,6 +44,7 @@ import (
 
 type options struct {
 	metricsAddr             string
+	metricsSecure           bool
 	probeAddr               string
 	leaderElect             bool
 	leaderElectionNamespace string
@@ -114,6 +116,7 @@ func main() {
 	}
 	flag.DurationVar(&opts.disruption.repairToleration, "repair-toleration", repairToleration, "with NodeRepair: replace every repair policy's toleration duration (tests and demonstrations only; 0 keeps the provider's policies; env REPAIR_TOLERATION)")
 	flag.BoolVar(&opts.printVersion, "version", false, "print the version and exit")
+	flag.BoolVar(&opts.metricsSecure, "metrics-secure", false, "serve metrics over HTTPS to clients the API server authenticates (TokenReview) and authorizes for get on /metrics (SubjectAccessReview); the chart turns it on")
 	opts.aws.BindFlags(flag.CommandLine)
 	zapOpts := zap.Options{Development: false} // JSON logs unless --zap-devel
 	zapOpts.BindFlags(flag.CommandLine)
@@ -157,7 +160,7 @@ func run(opts options) error {
 	namespace := controllerNamespace(opts.leaderElectionNamespace)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
+		Metrics:                 metricsOptions(opts),
 		HealthProbeBindAddress:  opts.probeAddr,
 		LeaderElection:          opts.leaderElect,
 		LeaderElectionID:        opts.leaderElectionName,
@@ -265,6 +268,18 @@ func newCloudProvider(ctx context.Context, opts options, mgr ctrl.Manager, names
 	default:
 		return nil, fmt.Errorf("unknown --cloud-provider %q (known: %s, %s)", opts.cloudProvider, kwok.Name, aws.Name)
 	}
+}
+
+// metricsOptions serves plain HTTP, for a bind address only the host reaches (the local
+// cluster's loopback), or with --metrics-secure HTTPS behind the API server's authentication
+// and authorization, as kube-scheduler serves joinery-scheduler's metrics.
+func metricsOptions(opts options) metricsserver.Options {
+	m := metricsserver.Options{BindAddress: opts.metricsAddr}
+	if opts.metricsSecure {
+		m.SecureServing = true
+		m.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return m
 }
 
 // controllerNamespace is where the controller keeps its Lease and ConfigMaps: the

@@ -186,7 +186,7 @@ func nodeByProviderID(t *testing.T, id string) *corev1.Node {
 // unavailableOfferings returns the controller's record of offerings refused for capacity.
 func unavailableOfferings(t *testing.T) map[string]string {
 	t.Helper()
-	cm, err := env.Client.CoreV1().ConfigMaps("kube-system").Get(t.Context(), cloudprovider.UnavailableOfferingsConfigMap, metav1.GetOptions{})
+	cm, err := env.Client.CoreV1().ConfigMaps(env.Cluster.ControllerNamespace()).Get(t.Context(), cloudprovider.UnavailableOfferingsConfigMap, metav1.GetOptions{})
 	if err != nil {
 		return nil
 	}

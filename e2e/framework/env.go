@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,6 +107,10 @@ func Main(m *testing.M, env **Env, opts ...Option) int {
 		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
 		code = 1
 	}
+	if forbidden, err := forbiddenRequests(e.Cluster.LogsDir()); err != nil || len(forbidden) > 0 {
+		fmt.Fprintf(os.Stderr, "e2e: joinery's binaries were refused requests their roles (charts/joinery) should allow: %v\n%s\n", err, strings.Join(forbidden, "\n"))
+		code = 1
+	}
 	if code == 0 {
 		os.RemoveAll(dir)
 	} else {
@@ -129,7 +134,10 @@ func LocalOptions(dir string) (localcluster.Options, error) {
 		Dir:           dir,
 		JoineryBinDir: filepath.Join(root, "bin"),
 		CRDDir:        filepath.Join(root, "manifests", "crds"),
-		Components:    localcluster.AllComponents,
+		// joinery's binaries run as the chart's ServiceAccounts: a permission the chart
+		// lacks fails the suites.
+		ChartDir:   filepath.Join(root, "charts", "joinery"),
+		Components: localcluster.AllComponents,
 	}, nil
 }
 

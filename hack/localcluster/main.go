@@ -65,6 +65,7 @@ func (p paths) options(cloudProvider string) (localcluster.Options, error) {
 		KubeconfigPath: p.kubeconfig,
 		JoineryBinDir:  p.joineryBin,
 		CRDDir:         filepath.Join(p.root, "manifests", "crds"),
+		ChartDir:       filepath.Join(p.root, "charts", "joinery"),
 		Components:     components,
 		CloudProvider:  cloudProvider,
 	}, nil

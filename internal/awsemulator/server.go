@@ -42,6 +42,9 @@ type jsonAction func(ctx context.Context, body json.RawMessage) (any, error)
 type Options struct {
 	// Region is the region the emulator is in; DefaultRegion when empty.
 	Region string
+	// ReadOnlyAccessKeys are access key IDs allowed only Describe*, Get* and List* calls
+	// (readonly.go); any other key may call anything.
+	ReadOnlyAccessKeys []string
 }
 
 // Server is a running emulator. Create it with NewServer and Close it when done.
@@ -52,6 +55,8 @@ type Server struct {
 
 	httpServer *httptest.Server
 	requestSeq atomic.Int64
+	// readOnlyKeys are Options.ReadOnlyAccessKeys.
+	readOnlyKeys []string
 
 	// mu guards every piece of emulated state; actions run with it held.
 	mu      sync.Mutex
@@ -72,11 +77,12 @@ type Server struct {
 // NewServer starts an emulator on 127.0.0.1 with its built-in catalog and state.
 func NewServer(opts Options) *Server {
 	s := &Server{
-		Region:  opts.Region,
-		query:   map[string]queryAction{},
-		json:    map[string]jsonAction{},
-		calls:   map[string]int{},
-		started: time.Now(),
+		Region:       opts.Region,
+		readOnlyKeys: opts.ReadOnlyAccessKeys,
+		query:        map[string]queryAction{},
+		json:         map[string]jsonAction{},
+		calls:        map[string]int{},
+		started:      time.Now(),
 	}
 	if s.Region == "" {
 		s.Region = DefaultRegion
@@ -174,6 +180,9 @@ func (s *Server) serveQuery(w http.ResponseWriter, r *http.Request, service stri
 	}
 	action := q.Get("Action")
 	result, err := s.dispatch(r.Context(), service, action, func(ctx context.Context) (any, error) {
+		if err := s.authorize(r, action); err != nil {
+			return nil, err
+		}
 		fn, ok := s.query[service+":"+action]
 		if !ok {
 			return nil, &APIError{Code: "InvalidAction", Message: fmt.Sprintf("the action %s is not valid for this web service (awsemulator does not emulate it)", action), Status: http.StatusBadRequest}
@@ -219,6 +228,9 @@ func (s *Server) serveJSON(w http.ResponseWriter, r *http.Request, service strin
 	target := r.Header.Get("X-Amz-Target")
 	operation := target[strings.LastIndex(target, ".")+1:]
 	result, err := s.dispatch(r.Context(), service, operation, func(ctx context.Context) (any, error) {
+		if err := s.authorize(r, operation); err != nil {
+			return nil, err
+		}
 		fn, ok := s.json[service+":"+operation]
 		if !ok {
 			return nil, &APIError{Code: "UnknownOperationException", Message: fmt.Sprintf("awsemulator does not emulate %s", target), Status: http.StatusBadRequest}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/joinery-dev/joinery/internal/awsemulator"
@@ -46,6 +47,12 @@ var awsCredentials = []string{
 	"AWS_EC2_METADATA_DISABLED=true",
 }
 
+// SchedulerAWSAccessKey is the access key joinery-scheduler signs its emulator calls with.
+// The emulator lets it only read (Describe*, Get*, List*), as a read-only IAM policy would:
+// the scheduler plans with instance types and prices, and launching or terminating is
+// joinery-controller's alone.
+const SchedulerAWSAccessKey = "AKIAJOINERYSCHEDULER"
+
 // awsEmulator runs bin/awsemulator on a free loopback port with its node agent registering
 // Nodes in this cluster. It is ready once its admin API answers.
 func (c *Cluster) awsEmulator() component {
@@ -64,6 +71,7 @@ func (c *Cluster) awsEmulator() component {
 				"--kubeconfig=" + c.kubeconfigPath,
 				"--cluster-name=" + AWSClusterName,
 				"--create-queues=" + AWSInterruptionQueue,
+				"--read-only-access-keys=" + SchedulerAWSAccessKey,
 			}, nil
 		},
 		ready: func(ctx context.Context) error {
@@ -116,4 +124,14 @@ func (c *Cluster) awsEnv() []string {
 		return nil
 	}
 	return awsCredentials
+}
+
+// schedulerAWSEnv is awsEnv with joinery-scheduler's read-only access key (the last value of
+// a repeated variable wins).
+func (c *Cluster) schedulerAWSEnv() []string {
+	env := c.awsEnv()
+	if env == nil {
+		return nil
+	}
+	return append(slices.Clone(env), "AWS_ACCESS_KEY_ID="+SchedulerAWSAccessKey)
 }

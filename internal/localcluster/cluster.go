@@ -47,6 +47,10 @@ type Options struct {
 	// `default-scheduler` to another scheduler. By default it serves both, since no other
 	// scheduler runs on the local cluster.
 	SecondaryScheduler bool
+	// ChartDir, when set, is joinery's Helm chart (charts/joinery): joinery-scheduler and
+	// joinery-controller then run in ControllerNamespace as the ServiceAccounts, and with the
+	// roles, the chart renders for CloudProvider. Empty: they run as the admin, in kube-system.
+	ChartDir string
 	// CloudProvider is joinery's cloud provider: CloudProviderKwok (the default) or
 	// CloudProviderAWS, which needs AWSEmulator among the Components (see AWSComponents) and
 	// points joinery-controller and joinery-scheduler at it.
@@ -86,6 +90,8 @@ type Cluster struct {
 	controllerProbePort           int
 	controllerManagerDir, kwokDir string
 	schedulerDir                  string
+	// kubeconfigs are joinery's binaries' own, with Options.ChartDir (identities.go).
+	kubeconfigs map[Component]string
 
 	mu        sync.Mutex // guards processes while components start in parallel
 	processes []*process // in start order; stopped in reverse
@@ -130,6 +136,11 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if opts.JoineryBinDir != "" {
 		if opts.JoineryBinDir, err = filepath.Abs(opts.JoineryBinDir); err != nil {
 			return nil, fmt.Errorf("resolve JoineryBinDir: %w", err)
+		}
+	}
+	if opts.ChartDir != "" {
+		if opts.ChartDir, err = filepath.Abs(opts.ChartDir); err != nil {
+			return nil, fmt.Errorf("resolve ChartDir: %w", err)
 		}
 	}
 	if opts.LogsDir != "" {
@@ -196,6 +207,11 @@ func (c *Cluster) startAll(ctx context.Context) error {
 	}
 	if c.opts.CRDDir != "" {
 		if err := c.InstallCRDs(ctx, c.opts.CRDDir); err != nil {
+			return err
+		}
+	}
+	if c.opts.ChartDir != "" && c.runsJoinery() {
+		if err := c.installIdentities(ctx); err != nil {
 			return err
 		}
 	}
@@ -278,7 +294,7 @@ func (c *Cluster) Stop() error {
 		}
 		if !c.opts.KeepData {
 			for _, path := range []string{c.dataDir, c.pkiDir(), c.apiserverCertDir(), c.kubeconfigPath,
-				c.controllerManagerDir, c.kwokDir, c.schedulerDir} {
+				c.controllerManagerDir, c.kwokDir, c.schedulerDir, c.identitiesDir()} {
 				if path == "" {
 					continue // a component that did not run
 				}

@@ -26,11 +26,11 @@ func (c *Cluster) joineryController() component {
 			}
 			c.controllerMetricsPort, c.controllerProbePort = metrics, probe
 			args := []string{
-				"--kubeconfig=" + c.kubeconfigPath,
+				"--kubeconfig=" + c.kubeconfigOf(JoineryController),
 				"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(metrics),
 				"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probe),
 				"--leader-elect=true",
-				"--leader-election-namespace=kube-system",
+				"--leader-election-namespace=" + c.ControllerNamespace(),
 			}
 			return append(args, c.cloudProviderArgs(true)...), nil
 		},

@@ -78,7 +78,8 @@ func (c *Cluster) joineryScheduler() (component, error) {
 	if err := os.MkdirAll(c.schedulerDir, 0o755); err != nil {
 		return component{}, fmt.Errorf("create scheduler dir: %w", err)
 	}
-	config, err := SchedulerConfig(c.kubeconfigPath, c.opts.SecondaryScheduler)
+	kubeconfig := c.kubeconfigOf(JoineryScheduler)
+	config, err := SchedulerConfig(kubeconfig, c.opts.SecondaryScheduler)
 	if err != nil {
 		return component{}, err
 	}
@@ -86,8 +87,10 @@ func (c *Cluster) joineryScheduler() (component, error) {
 	if err := os.WriteFile(configPath, config, 0o644); err != nil {
 		return component{}, fmt.Errorf("write scheduler config: %w", err)
 	}
+	// Where joinery-controller keeps the unavailable-offerings record.
+	env := append(c.schedulerAWSEnv(), "JOINERY_CONTROLLER_NAMESPACE="+c.ControllerNamespace())
 	return component{
-		env:  c.awsEnv(),
+		env:  env,
 		name: string(JoineryScheduler),
 		configure: func() ([]string, error) {
 			port, err := freePort()
@@ -101,8 +104,8 @@ func (c *Cluster) joineryScheduler() (component, error) {
 			c.schedulerPort, c.schedulerReadinessPort = port, readiness
 			args := []string{
 				"--config=" + configPath,
-				"--authentication-kubeconfig=" + c.kubeconfigPath,
-				"--authorization-kubeconfig=" + c.kubeconfigPath,
+				"--authentication-kubeconfig=" + kubeconfig,
+				"--authorization-kubeconfig=" + kubeconfig,
 				"--bind-address=127.0.0.1",
 				"--secure-port=" + strconv.Itoa(port),
 				"--cert-dir=" + c.schedulerDir,
