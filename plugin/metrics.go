@@ -33,6 +33,6 @@ var registerMetrics sync.Once
 // plugin factory calls it; calling it again does nothing.
 func RegisterMetrics() {
 	registerMetrics.Do(func() {
-		legacyregistry.MustRegister(solverPanics, planTimeouts)
+		legacyregistry.MustRegister(solverPanics, planTimeouts, plannedPodsRestored)
 	})
 }
