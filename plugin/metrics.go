@@ -110,7 +110,7 @@ var registerMetrics sync.Once
 // plugin factory calls it; calling it again does nothing.
 func RegisterMetrics() {
 	registerMetrics.Do(func() {
-		legacyregistry.MustRegister(solverPanics, planTimeouts,
+		legacyregistry.MustRegister(solverPanics, planTimeouts, plannedPodsRestored,
 			schedulingDuration, queueDepth, unfinishedWork, ignoredPods, unschedulablePods, nodeClaimsCreated,
 			podSchedulingDecision, podUndecided, podProvisioningBound, podProvisioningUnbound, podProvisioningStartup, podProvisioningUnstarted)
 	})

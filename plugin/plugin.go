@@ -62,6 +62,7 @@ type Plugin struct {
 	plans         *planBook                          // which pods were planned together
 	held          map[types.UID]time.Time            // pods keeping a rejected pin (see holdPin), since when
 	written       map[string]sets.Set[types.UID]     // NodeClaim writes the informer does not show yet
+	observed      map[string]sets.Set[types.UID]     // planned-pods entries the informer showed last, by NodeClaim
 	claimedBy     map[types.UID]string               // planned-pods annotation entries of launching NodeClaims
 	quarantined   map[types.UID]time.Time            // pods of a batch whose planning panicked, until when
 
@@ -117,6 +118,7 @@ func newPlugin(ctx context.Context, args ProvisionerArgs, profile string, deps d
 		plans:         newPlanBook(),
 		held:          map[types.UID]time.Time{},
 		written:       map[string]sets.Set[types.UID]{},
+		observed:      map[string]sets.Set[types.UID]{},
 		claimedBy:     map[types.UID]string{},
 		quarantined:   map[types.UID]time.Time{},
 		times:         newPodTimes(),

@@ -21,7 +21,7 @@ import (
 // synced reports the NodeClaims and pods are known, so that after a restart pods already
 // planned onto a launching NodeClaim are not planned again, and once this process leads (see
 // Leadership): a standby replica keeps its view of pods and NodeClaims current but publishes
-// nothing.
+// nothing. Its first batch waits for the backlog (awaitBacklog).
 func (p *Plugin) run(ctx context.Context, synced func(context.Context) bool) {
 	if !synced(ctx) {
 		return
@@ -37,6 +37,7 @@ func (p *Plugin) run(ctx context.Context, synced func(context.Context) bool) {
 		klog.FromContext(ctx).Info("this scheduler leads: provisioning")
 	}
 	go p.refreshPodMetrics(ctx)
+	p.awaitBacklog(ctx)
 	for p.batcher.Wait(ctx) {
 		p.provisionBatch(ctx)
 	}

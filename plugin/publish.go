@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/scheduling"
 	"github.com/joinery-dev/joinery/simulation"
 )
 
@@ -85,7 +86,7 @@ func (p *Plugin) publish(ctx context.Context, batch []*corev1.Pod, plan *simulat
 		if len(pods) == 0 {
 			continue
 		}
-		if err := p.addPlannedPods(ctx, name, pods); err != nil {
+		if err := p.addPlannedPods(ctx, name, pods, plan.InFlightRequests[name]); err != nil {
 			logger.Error(err, "recording pods on an in-flight nodeclaim failed; they stay pending", "NodeClaim", klog.KRef("", name), "pods", len(pods))
 			continue
 		}
@@ -148,9 +149,11 @@ func ownedByNodePool(nc *karpv1.NodeClaim, pool string) bool {
 	})
 }
 
-// addPlannedPods adds pods to the planned-pods annotation of the existing NodeClaim name,
-// re-reading it on conflict so concurrent writers (another profile) do not lose pods.
-func (p *Plugin) addPlannedPods(ctx context.Context, name string, pods []*corev1.Pod) error {
+// addPlannedPods adds pods to the planned-pods annotation of the existing NodeClaim name and
+// raises its planned requests to requests (what it must hold now, nil when the planner did
+// not say: it launched already), re-reading it on conflict so concurrent writers (another
+// profile) do not lose pods. Its spec is immutable; its launch takes the planned requests.
+func (p *Plugin) addPlannedPods(ctx context.Context, name string, pods []*corev1.Pod, requests corev1.ResourceList) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		nc := &karpv1.NodeClaim{}
 		if err := p.client.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
@@ -159,8 +162,16 @@ func (p *Plugin) addPlannedPods(ctx context.Context, name string, pods []*corev1
 		if !launching(nc) {
 			return fmt.Errorf("NodeClaim %s is no longer launching", name)
 		}
+		// It launched after the planner read it: its type is chosen, and may be too small.
+		if len(requests) > 0 && len(nc.Status.Allocatable) > 0 {
+			if err := scheduling.Fits(requests, nc.Status.Allocatable); err != nil {
+				return fmt.Errorf("NodeClaim %s launched too small for its planned pods: %w", name, err)
+			}
+		}
 		before := nc.DeepCopy()
-		if !simulation.AddPlannedPods(nc, uids(pods)...) {
+		added := simulation.AddPlannedPods(nc, uids(pods)...)
+		raised := len(requests) > 0 && simulation.RaisePlannedRequests(nc, requests)
+		if !added && !raised {
 			return nil
 		}
 		patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})

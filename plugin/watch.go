@@ -109,6 +109,7 @@ func (p *Plugin) nodeClaimHandler(ctx context.Context) cache.ResourceEventHandle
 				p.mu.Lock()
 				delete(p.launches, nc.Name)
 				delete(p.written, nc.Name)
+				delete(p.observed, nc.Name)
 				p.mu.Unlock()
 				p.release(ctx, nc.Name)
 			}
@@ -145,14 +146,16 @@ func (p *Plugin) observeNodeClaim(ctx context.Context, obj any) {
 		return
 	}
 	planned := simulation.PlannedPods(nc)
-	if len(planned) == 0 {
-		return
-	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	for _, uid := range planned {
 		p.claimedBy[uid] = nc.Name
 		p.adoptClaim(uid)
+	}
+	missing, corrupt := p.annotationLoss(nc, planned)
+	p.mu.Unlock()
+	if len(missing) > 0 || corrupt {
+		// Not from the informer's handler: it would hold up every other event.
+		go p.restorePlannedPods(ctx, nc.Name, missing, corrupt)
 	}
 }
 
@@ -247,6 +250,9 @@ func launching(nc *karpv1.NodeClaim) bool {
 func (p *Plugin) expectWritten(nodeClaim string, pods []types.UID) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.observed[nodeClaim].HasAll(pods...) {
+		return // the informer showed the write before the writer got here
+	}
 	if p.written[nodeClaim] == nil {
 		p.written[nodeClaim] = sets.New[types.UID]()
 	}
@@ -257,11 +263,13 @@ func (p *Plugin) expectWritten(nodeClaim string, pods []types.UID) {
 func (p *Plugin) writeObserved(nc *karpv1.NodeClaim) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	planned := sets.New(simulation.PlannedPods(nc)...)
+	p.observed[nc.Name] = planned
 	want, ok := p.written[nc.Name]
 	if !ok {
 		return
 	}
-	if nc.DeletionTimestamp != nil || sets.New(simulation.PlannedPods(nc)...).IsSuperset(want) {
+	if nc.DeletionTimestamp != nil || planned.IsSuperset(want) {
 		delete(p.written, nc.Name)
 	}
 }

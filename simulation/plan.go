@@ -2,6 +2,8 @@ package simulation
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -22,6 +24,10 @@ type Plan struct {
 	NewNodeClaims []*PlannedNodeClaim
 	// InFlight maps a pod UID to the name of an existing (launching) NodeClaim it will land on.
 	InFlight map[types.UID]string
+	// InFlightRequests are, for each NodeClaim of InFlight that has not launched yet, what it
+	// must hold now: its daemons and every pod planned onto it, this batch's included. Its
+	// spec is immutable, so the plugin records them in PlannedRequestsAnnotationKey.
+	InFlightRequests map[string]corev1.ResourceList
 	// Unschedulable maps a pod UID to why no NodePool can host it, as the user reads it
 	// ("no NodePool fits: ..."); the plugin shows it verbatim.
 	Unschedulable map[types.UID]string
@@ -76,4 +82,67 @@ func AddPlannedPods(nodeClaim *karpv1.NodeClaim, uids ...types.UID) bool {
 	}
 	nodeClaim.Annotations[PlannedPodsAnnotationKey] = after
 	return true
+}
+
+// PlannedRequestsAnnotationKey records, on a NodeClaim, the resources its planned pods and
+// their daemons request together (a JSON resource list), once pods were planned onto it after
+// it was created. A NodeClaim's spec is immutable, so its spec requests count only the pods it
+// was made for; the launch must hold the pods added while it launched too (LaunchRequests).
+const PlannedRequestsAnnotationKey = "joinery.dev/planned-requests"
+
+// PlannedRequests returns what nodeClaim's PlannedRequestsAnnotationKey records: nil when it
+// has none, an error naming the annotation when it is not a resource list.
+func PlannedRequests(nodeClaim *karpv1.NodeClaim) (corev1.ResourceList, error) {
+	value, ok := nodeClaim.Annotations[PlannedRequestsAnnotationKey]
+	if !ok {
+		return nil, nil
+	}
+	var list corev1.ResourceList
+	if err := json.Unmarshal([]byte(value), &list); err != nil {
+		return nil, fmt.Errorf("annotation %s of NodeClaim %s: %w", PlannedRequestsAnnotationKey, nodeClaim.Name, err)
+	}
+	return list, nil
+}
+
+// RaisePlannedRequests raises nodeClaim's PlannedRequestsAnnotationKey to at least requests,
+// resource by resource (it never lowers one: another writer's pods still count), and reports
+// whether it changed. A corrupt annotation is replaced.
+func RaisePlannedRequests(nodeClaim *karpv1.NodeClaim, requests corev1.ResourceList) bool {
+	current, err := PlannedRequests(nodeClaim)
+	if err != nil {
+		current = nil
+	}
+	data, err := json.Marshal(maxResources(current, requests))
+	if err != nil {
+		return false // a resource list always marshals
+	}
+	if nodeClaim.Annotations == nil {
+		nodeClaim.Annotations = map[string]string{}
+	}
+	if nodeClaim.Annotations[PlannedRequestsAnnotationKey] == string(data) {
+		return false
+	}
+	nodeClaim.Annotations[PlannedRequestsAnnotationKey] = string(data)
+	return true
+}
+
+// LaunchRequests is what nodeClaim's launch must hold: its spec's requests, raised to the
+// requests of the pods planned onto it while it launched (PlannedRequestsAnnotationKey). The
+// error, for a corrupt annotation, comes with the spec's requests.
+func LaunchRequests(nodeClaim *karpv1.NodeClaim) (corev1.ResourceList, error) {
+	planned, err := PlannedRequests(nodeClaim)
+	return maxResources(nodeClaim.Spec.Resources.Requests, planned), err
+}
+
+// maxResources is, per resource, the larger of a and b.
+func maxResources(a, b corev1.ResourceList) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for _, list := range []corev1.ResourceList{a, b} {
+		for name, q := range list {
+			if have, ok := out[name]; !ok || q.Cmp(have) > 0 {
+				out[name] = q.DeepCopy()
+			}
+		}
+	}
+	return out
 }

@@ -2,8 +2,12 @@ package simulation
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -51,5 +55,36 @@ func TestPlannedPodsAnnotation(t *testing.T) {
 				t.Errorf("PlannedPods = %v, want %v", got, want)
 			}
 		})
+	}
+}
+
+func TestPlannedRequests(t *testing.T) {
+	list := func(cpu, memory string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}
+	}
+	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "nc"}}
+	nc.Spec.Resources.Requests = list("1500m", "2Gi")
+	if got, err := LaunchRequests(nc); err != nil || !equality.Semantic.DeepEqual(got, list("1500m", "2Gi")) {
+		t.Fatalf("without the annotation: %v, %v; want the spec's requests", got, err)
+	}
+	if !RaisePlannedRequests(nc, list("3500m", "1Gi")) {
+		t.Fatal("raising the planned requests changed nothing")
+	}
+	if RaisePlannedRequests(nc, list("2", "1Gi")) {
+		t.Error("lower requests changed the annotation: it only ever grows")
+	}
+	if got, err := LaunchRequests(nc); err != nil || !equality.Semantic.DeepEqual(got, list("3500m", "2Gi")) {
+		t.Errorf("launch requests %v, %v; want the larger of spec and annotation per resource (3500m, 2Gi)", got, err)
+	}
+	nc.Annotations[PlannedRequestsAnnotationKey] = "{not json"
+	got, err := LaunchRequests(nc)
+	if err == nil || !strings.Contains(err.Error(), PlannedRequestsAnnotationKey) {
+		t.Errorf("corrupt annotation: error %v, want one naming %s", err, PlannedRequestsAnnotationKey)
+	}
+	if !equality.Semantic.DeepEqual(got, list("1500m", "2Gi")) {
+		t.Errorf("corrupt annotation: %v, want the spec's requests", got)
+	}
+	if !RaisePlannedRequests(nc, list("1", "1Gi")) {
+		t.Error("a corrupt annotation is not replaced")
 	}
 }

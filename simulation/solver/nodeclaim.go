@@ -15,8 +15,21 @@ import (
 	"github.com/joinery-dev/joinery/simulation"
 )
 
-// finish turns the batch's claims into NodeClaims.
+// finish turns the batch's claims into NodeClaims, and says what each in-flight NodeClaim that
+// took pods of the batch must now hold.
 func (r *run) finish() (*simulation.Plan, error) {
+	took := map[string]bool{}
+	for _, name := range r.plan.InFlight {
+		took[name] = true
+	}
+	for _, c := range r.claims {
+		if c.inFlight != nil && !c.fixed && took[c.inFlight.Name] {
+			if r.plan.InFlightRequests == nil {
+				r.plan.InFlightRequests = map[string]corev1.ResourceList{}
+			}
+			r.plan.InFlightRequests[c.inFlight.Name] = c.requests.list()
+		}
+	}
 	for _, c := range r.claims {
 		if c.pool == nil || len(c.pods) == 0 {
 			continue

@@ -497,6 +497,10 @@ func TestPlan(t *testing.T) {
 			if plan.InFlight["uid-either-0"] != "default-fgh" {
 				t.Errorf("in flight %v, want either-0 on default-fgh", plan.InFlight)
 			}
+			// What the NodeClaim, immutable, must launch for: the pod it took (no daemons here).
+			if got := plan.InFlightRequests["default-fgh"]; got.Cpu().Cmp(resource.MustParse("1")) != 0 || got.Memory().Cmp(resource.MustParse("1Gi")) != 0 || len(plan.InFlightRequests) != 1 {
+				t.Errorf("in-flight requests %v, want default-fgh's: 1 cpu, 1Gi", plan.InFlightRequests)
+			}
 			// The node the Filters see for the NodeClaim carries family c5, but it may launch
 			// as m5.
 			if _, ok := plan.InFlight["uid-only-c5-0"]; ok {

@@ -37,6 +37,8 @@ const (
 	reasonInsufficientCap       = "InsufficientCapacityError"
 	reasonRegistrationTimeout   = "RegistrationTimeout"
 	reasonInitializationTimeout = "InitializationTimeout"
+	// reasonPlannedRequestsInvalid is an event's: the planned-requests annotation is corrupt.
+	reasonPlannedRequestsInvalid = "PlannedRequestsInvalid"
 )
 
 // conditionSetter writes conditions with the controller's clock and the object's generation.

@@ -6,11 +6,13 @@ import (
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
+	"github.com/joinery-dev/joinery/simulation"
 )
 
 // launch creates the NodeClaim's instance unless its status already names one, and copies what
@@ -21,10 +23,11 @@ func (c *Controller) launch(ctx context.Context, nc *karpv1.NodeClaim, conds con
 		conds.set(karpv1.ConditionTypeLaunched, metav1.ConditionTrue, karpv1.ConditionTypeLaunched, "")
 		return stepResult{}, nil
 	}
-	launched, err := c.cloudProvider.Create(ctx, nc)
+	toLaunch := c.launchSpec(ctx, nc)
+	launched, err := c.cloudProvider.Create(ctx, toLaunch)
 	if err != nil {
 		if cloudprovider.IsInsufficientCapacityError(err) {
-			return stepResult{deleted: true}, c.handleInsufficientCapacity(ctx, nc, err)
+			return stepResult{deleted: true}, c.handleInsufficientCapacity(ctx, toLaunch, err)
 		}
 		reason, message := launchFailure(err)
 		conds.set(karpv1.ConditionTypeLaunched, metav1.ConditionFalse, reason, message)
@@ -57,6 +60,27 @@ func (c *Controller) launch(ctx context.Context, nc *karpv1.NodeClaim, conds con
 		"capacity-type", nc.Labels[karpv1.CapacityTypeLabelKey],
 		"allocatable", nc.Status.Allocatable)
 	return stepResult{}, nil
+}
+
+// launchSpec is nc as the provider is to launch it: requesting what every pod planned onto it
+// needs. Its spec is immutable and counts only the pods it was created for; the scheduler
+// records the requests of the pods it planned onto it while it launched in an annotation
+// (simulation.PlannedRequestsAnnotationKey), and the provider picks an instance type whose
+// allocatable holds them, as it does for the spec's. A corrupt annotation is reported and
+// the spec's requests launched: the pods that do not fit are then planned again.
+func (c *Controller) launchSpec(ctx context.Context, nc *karpv1.NodeClaim) *karpv1.NodeClaim {
+	requests, err := simulation.LaunchRequests(nc)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "launching with the nodeclaim's own requests")
+		c.recorder.Eventf(nc, nil, corev1.EventTypeWarning, reasonPlannedRequestsInvalid, "Launch", "Ignoring the planned requests: %s", err.Error())
+	}
+	if equality.Semantic.DeepEqual(requests, nc.Spec.Resources.Requests) {
+		return nc
+	}
+	out := nc.DeepCopy()
+	out.Spec.Resources.Requests = requests
+	log.FromContext(ctx).V(1).Info("launching for the pods planned onto the nodeclaim since its creation", "requests", requests, "spec-requests", nc.Spec.Resources.Requests)
+	return out
 }
 
 // launchFailure is the Launched condition's reason and message for a failed Create.

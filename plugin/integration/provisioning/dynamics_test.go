@@ -143,14 +143,22 @@ func (e *env) createPlainPods(t *testing.T, ns string, pods ...*corev1.Pod) []*c
 }
 
 // launchAndInitialize does what joinery-controller, a kubelet and the node lifecycle controller
-// do for nc: the kwok provider creates its Node, which registers and becomes Ready (the
+// do for nc: the kwok provider creates its Node (for the requests simulation.LaunchRequests
+// reads, as the lifecycle controller launches), which registers and becomes Ready (the
 // unregistered and not-ready taints lifted), and the NodeClaim is Launched, Registered and
 // Initialized with its node name.
 func (e *env) launchAndInitialize(t *testing.T, nc *karpv1.NodeClaim) {
 	t.Helper()
 	ctx := t.Context()
 	provider := kwok.NewWithInstanceTypes(e.client, e.its)
-	if _, err := provider.Create(ctx, nc.DeepCopy()); err != nil {
+	// As joinery-controller's lifecycle launches it: for every pod planned onto it.
+	toLaunch := nc.DeepCopy()
+	requests, err := simulation.LaunchRequests(nc)
+	if err != nil {
+		t.Fatalf("NodeClaim %s: %v", nc.Name, err)
+	}
+	toLaunch.Spec.Resources.Requests = requests
+	if _, err := provider.Create(ctx, toLaunch); err != nil {
 		t.Fatalf("launching NodeClaim %s: %v", nc.Name, err)
 	}
 	var node corev1.Node
