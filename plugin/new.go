@@ -92,7 +92,7 @@ func (o Options) build(ctx context.Context, obj runtime.Object, handle fwk.Handl
 	var planner simulation.Planner
 	if o.NewPlanner == nil {
 		logger.Info("provisioning is disabled: pods are only reported as pending", "reason", "no planner factory")
-	} else if planner, err = o.NewPlanner(ctx, PlannerOptions{Handle: handle, Args: args, Client: c, Cache: nodeClaims}); err != nil {
+	} else if planner, err = o.NewPlanner(ctx, PlannerOptions{Handle: handle, Args: args, Client: c, Cache: nodeClaims, FeatureGates: o.FeatureGates}); err != nil {
 		return nil, fmt.Errorf("%s: building the solver: %w", Name, err)
 	}
 
