@@ -123,9 +123,14 @@ func setupDisruption(mgr ctrl.Manager, cp cloudprovider.CloudProvider, sim *disr
 		&disruption.MultiNodeConsolidation{Consolidation: consolidation},
 		&disruption.SingleNodeConsolidation{Consolidation: consolidation},
 	}
+	volatileRequests, err := setupVolatileRequests(mgr, sim)
+	if err != nil {
+		return err
+	}
 	loop := disruption.New(mgr.GetClient(), mgr.GetAPIReader(), recorder, clock.RealClock{}, methods, disruption.Options{
 		ValidationDelay: sim.opts.validationDelay,
 		PollInterval:    sim.opts.pollInterval,
+		Volatile:        volatileRequests,
 	})
 	if err := mgr.Add(&syncedRunnable{factory: sim.factory, runnable: loop}); err != nil {
 		return fmt.Errorf("setting up %s: %w", disruption.Name, err)

@@ -48,6 +48,9 @@ type Options struct {
 	ReplacementTimeout time.Duration
 	// ReplacementPoll is how often a waiting command looks at its replacements.
 	ReplacementPoll time.Duration
+	// Volatile, when set, re-checks volatile pod requests before a command executes
+	// (volatile.go).
+	Volatile VolatileVerifier
 }
 
 func (o *Options) defaults() {
@@ -157,6 +160,13 @@ func (c *Controller) Step(ctx context.Context) (bool, error) {
 		fresh, why, err := c.validate(ctx, m, cmd)
 		if err != nil {
 			return false, fmt.Errorf("%s: validating: %w", m.Name(), err)
+		}
+		if fresh != nil && why == "" {
+			if why, err = c.verifyVolatile(ctx, fresh); err != nil {
+				return false, fmt.Errorf("%s: %w", m.Name(), err)
+			} else if why != "" {
+				fresh = nil
+			}
 		}
 		if fresh == nil {
 			failedValidations.WithLabelValues(consolidationTypeOf(m)).Inc()

@@ -62,6 +62,7 @@ type SolverSimulator struct {
 	planner   DisruptionPlanner
 	view      *View
 	offerings UnavailableSource
+	predictor RequestPredictor // volatile requests (volatile.go); nil for none
 }
 
 // UnavailableSource is the controller's record of offerings that failed to launch
@@ -100,6 +101,7 @@ func (s *SolverSimulator) Simulate(ctx context.Context, c *Cluster, cands []*Can
 	if moving.Len() == 0 {
 		return &Simulation{Destinations: map[types.UID]string{}, Unschedulable: map[types.UID]string{}}, nil
 	}
+	s.predict(batch, moving)
 	plan, err := s.planner.PlanDisruption(ctx, batch)
 	if err != nil {
 		return nil, fmt.Errorf("simulating %d pods of %s: %w", moving.Len(), candidateList(cands), err)
