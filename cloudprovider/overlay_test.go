@@ -379,3 +379,36 @@ func TestNodeOverlaysTrackChanges(t *testing.T) {
 		t.Errorf("after Delete: types still changed")
 	}
 }
+
+// TestNodeOverlaysConcurrentUse: listings apply while a watch changes the set (run with -race).
+func TestNodeOverlaysConcurrentUse(t *testing.T) {
+	s := NewNodeOverlays()
+	base := overlayCatalog()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 200 {
+			o := newOverlay("o", 1, price(strconv.Itoa(i%7)))
+			o.Generation = int64(i + 1)
+			s.Set(o)
+			if i%10 == 0 {
+				s.Delete("o")
+			}
+		}
+	}()
+	for range 200 {
+		for _, np := range []string{"a", "b"} {
+			got := s.Apply(np, base)
+			if len(got) != len(base) {
+				t.Fatalf("Apply returned %d types, want %d", len(got), len(base))
+			}
+			_ = s.Conflicts(np)
+		}
+	}
+	<-done
+	for _, it := range base {
+		if it.Offerings[0].Price != 1.0 {
+			t.Fatalf("the provider's %s was modified", it.Name)
+		}
+	}
+}
