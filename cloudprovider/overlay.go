@@ -157,22 +157,28 @@ func evaluate(overlays []*compiledOverlay, nodePool string, its InstanceTypes) e
 			}
 		}
 	}
+	var pool *scheduling.Requirement
+	if nodePool != "" {
+		pool = scheduling.NewRequirement(karpv1.NodePoolLabelKey, corev1.NodeSelectorOpIn, nodePool)
+	}
 	for i, it := range its {
-		typeReqs := it.Requirements.Clone()
-		if nodePool != "" {
-			typeReqs.Add(scheduling.NewRequirement(karpv1.NodePoolLabelKey, corev1.NodeSelectorOpIn, nodePool))
+		// Which overlays match which offering; capacity goes to overlays matching any. An
+		// overlay that names none of an offering's keys (zone, capacity type) matches every
+		// offering of the type alike, so the type's requirements decide once.
+		typeMatch := make([]bool, len(overlays))
+		for k, ov := range overlays {
+			typeMatch[k] = matches(ov.reqs, it.Requirements, nil, pool)
 		}
-		// Which overlays match which offering; capacity goes to overlays matching any.
 		var typeMatched []*compiledOverlay
 		var offerings Offerings
 		for j, o := range it.Offerings {
-			reqs := typeReqs.Clone()
-			for _, r := range o.Requirements {
-				reqs.Add(r)
-			}
 			var matched []*compiledOverlay
-			for _, ov := range overlays {
-				if reqs.Compatible(ov.reqs, nil) == nil {
+			for k, ov := range overlays {
+				match := typeMatch[k]
+				if namesAny(ov.reqs, o.Requirements) {
+					match = matches(ov.reqs, it.Requirements, o.Requirements, pool)
+				}
+				if match {
 					matched = append(matched, ov)
 					if !slices.Contains(typeMatched, ov) {
 						typeMatched = append(typeMatched, ov)
@@ -194,8 +200,8 @@ func evaluate(overlays []*compiledOverlay, nodePool string, its InstanceTypes) e
 			}
 		}
 		if len(it.Offerings) == 0 {
-			for _, ov := range overlays {
-				if typeReqs.Compatible(ov.reqs, nil) == nil {
+			for k, ov := range overlays {
+				if typeMatch[k] {
 					typeMatched = append(typeMatched, ov)
 				}
 			}
@@ -206,6 +212,36 @@ func evaluate(overlays []*compiledOverlay, nodePool string, its InstanceTypes) e
 		ev.its[i] = withOverlay(it, offerings, capacity)
 	}
 	return ev
+}
+
+// matches reports whether a node with the labels of an offering meets every requirement of
+// want: a key's label comes from the offering (offering may be nil for the type as a whole),
+// else the type, else, for karpenter.sh/nodepool, the NodePool (pool, nil for none); a label
+// none of them has meets only requirements that allow its absence.
+func matches(want, typeReqs, offering scheduling.Requirements, pool *scheduling.Requirement) bool {
+	for key, w := range want {
+		have, ok := offering[key]
+		if !ok {
+			have, ok = typeReqs[key]
+		}
+		if !ok && key == karpv1.NodePoolLabelKey && pool != nil {
+			have, ok = pool, true
+		}
+		if ok && !have.Intersects(w) || !ok && !w.AllowsAbsent() {
+			return false
+		}
+	}
+	return true
+}
+
+// namesAny reports whether reqs constrains any key of other.
+func namesAny(reqs, other scheduling.Requirements) bool {
+	for key := range reqs {
+		if _, ok := other[key]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 func byWeightThenName(a, b *compiledOverlay) int {
