@@ -161,10 +161,12 @@ func (c *Controller) Step(ctx context.Context) (bool, error) {
 		if err != nil {
 			return false, fmt.Errorf("%s: validating: %w", m.Name(), err)
 		}
-		if fresh != nil && why == "" {
+		if fresh != nil {
+			// Last check before eviction: the pods' volatile requests still as simulated.
 			if why, err = c.verifyVolatile(ctx, fresh); err != nil {
 				return false, fmt.Errorf("%s: %w", m.Name(), err)
-			} else if why != "" {
+			}
+			if why != "" {
 				fresh = nil
 			}
 		}
