@@ -17,6 +17,7 @@ import (
 
 	"github.com/joinery-dev/joinery/apis"
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/apis/karpenter/v1alpha1"
 	"github.com/joinery-dev/joinery/internal/featuregates"
 	"github.com/joinery-dev/joinery/simulation"
 )
@@ -99,7 +100,7 @@ func (o Options) build(ctx context.Context, obj runtime.Object, handle fwk.Handl
 	var planner simulation.Planner
 	if o.NewPlanner == nil {
 		logger.Info("provisioning is disabled: pods are only reported as pending", "reason", "no planner factory")
-	} else if planner, err = o.NewPlanner(ctx, PlannerOptions{Handle: handle, Args: args, Client: c, Cache: nodeClaims}); err != nil {
+	} else if planner, err = o.NewPlanner(ctx, PlannerOptions{Handle: handle, Args: args, Client: c, Cache: nodeClaims, FeatureGates: o.FeatureGates}); err != nil {
 		return nil, fmt.Errorf("%s: building the solver: %w", Name, err)
 	}
 
@@ -146,6 +147,16 @@ func (o Options) build(ctx context.Context, obj runtime.Object, handle fwk.Handl
 	npInformer, err := nodeClaims.GetInformer(ctx, &karpv1.NodePool{}, crcache.BlockUntilSynced(false))
 	if err != nil {
 		return nil, fmt.Errorf("%s: watching NodePools: %w", Name, err)
+	}
+	if o.FeatureGates.Enabled(featuregates.NodeOverlay) {
+		// The planner applies NodeOverlays; the plugin retries what they may now place.
+		overlays, err := nodeClaims.GetInformer(ctx, &v1alpha1.NodeOverlay{}, crcache.BlockUntilSynced(false))
+		if err != nil {
+			return nil, fmt.Errorf("%s: watching NodeOverlays: %w", Name, err)
+		}
+		if _, err := overlays.AddEventHandler(p.overlayHandler(ctx)); err != nil {
+			return nil, fmt.Errorf("%s: watching NodeOverlays: %w", Name, err)
+		}
 	}
 	go func() {
 		if err := nodeClaims.Start(ctx); err != nil {

@@ -6,6 +6,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/joinery-dev/joinery/internal/featuregates"
 	"github.com/joinery-dev/joinery/simulation"
 )
 
@@ -20,8 +21,11 @@ type PlannerOptions struct {
 	Client client.Client
 	// Cache reads NodePools and NodeClaims from the plugin's informers; nil means read them
 	// through Client. Before each batch the plugin waits until the cache holds every NodeClaim
-	// write it made, so a read through Cache sees the previous batch's NodeClaims.
+	// write it made, so a read through Cache sees the previous batch's NodeClaims. In the
+	// plugin it is a controller-runtime cache, whose informers a planner may add to.
 	Cache client.Reader
+	// FeatureGates are Options.FeatureGates: Karpenter's gates (NodeOverlay, ...).
+	FeatureGates featuregates.Gates
 }
 
 // PlannerFactory builds the solver for one scheduler profile. The binary passes it to New, so

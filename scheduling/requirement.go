@@ -296,6 +296,10 @@ func maxMinValues(a, b *int) *int {
 	}
 }
 
+// Intersects reports, without allocating, whether some node meets both r and other (for hot
+// paths that match requirements key by key, such as NodeOverlay matching).
+func (r *Requirement) Intersects(other *Requirement) bool { return r.intersects(other) }
+
 // intersects reports, without allocating, whether some node meets both r and other.
 func (r *Requirement) intersects(other *Requirement) bool {
 	if r.absentOK && other.absentOK {

@@ -49,6 +49,9 @@ type Options struct {
 	// NodeClaim is deleted: the disruption controllers' disruption.Preplanner, whose
 	// simulation needs the provider's instance types.
 	Preplanner func(cloudprovider.CloudProvider) (Preplanner, error)
+	// Overlay adjusts the instance types (NodeOverlay) for every reader and for launches; nil
+	// for none.
+	Overlay cloudprovider.Overlay
 }
 
 // Preplanner launches capacity for a NodeClaim's pods before the interruption controller
@@ -107,6 +110,7 @@ func New(ctx context.Context, mgr ctrl.Manager, opts Options) (*awsprovider.Prov
 		Cluster:     cluster,
 		Unavailable: opts.Unavailable,
 		Logger:      log.WithName("provider"),
+		Overlay:     opts.Overlay,
 	})
 	if err := nodeclasscontroller.New(mgr.GetClient(), resolver, opts.Recorder, nil, nodeclasscontroller.Options{
 		// A deleted class takes its launch templates with it.

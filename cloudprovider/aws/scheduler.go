@@ -6,6 +6,7 @@ import (
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/cloudprovider/aws/amifamily"
 	awsprovider "github.com/joinery-dev/joinery/cloudprovider/aws/provider"
 )
@@ -15,8 +16,9 @@ import (
 // builds, on a client, a provider reading EC2NodeClasses (resolved by joinery-controller) and
 // listing their instance types with the same code joinery-controller launches from. The
 // provider only describes and prices: it is given no launch templates or instances, and every
-// caller shares one load of the region's instance types.
-func NewInstanceTypeSource(ctx context.Context, settings Settings, log logr.Logger) (func(client.Client) *awsprovider.Provider, error) {
+// caller shares one load of the region's instance types. overlay (nil for none) adjusts them
+// (NodeOverlay), as in joinery-controller.
+func NewInstanceTypeSource(ctx context.Context, settings Settings, log logr.Logger) (func(c client.Client, overlay cloudprovider.Overlay) *awsprovider.Provider, error) {
 	if err := settings.Validate(false); err != nil {
 		return nil, err
 	}
@@ -27,10 +29,11 @@ func NewInstanceTypeSource(ctx context.Context, settings Settings, log logr.Logg
 	log.Info("AWS instance types", "region", cfg.Region, "awsEndpointURL", settings.EndpointURL, "isolatedVPC", settings.IsolatedVPC)
 	types := settings.NewInstanceTypes(cfg, log)
 	go types.Run(ctx)
-	return func(c client.Client) *awsprovider.Provider {
+	return func(c client.Client, overlay cloudprovider.Overlay) *awsprovider.Provider {
 		return awsprovider.New(c, types.Types, nil, nil, awsprovider.Options{
 			Cluster: amifamily.Cluster{Name: settings.ClusterName},
 			Logger:  log.WithName("provider"),
+			Overlay: overlay,
 		})
 	}, nil
 }

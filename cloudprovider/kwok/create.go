@@ -28,7 +28,9 @@ func (p *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 		return nil, fmt.Errorf("nodeclaim %s: %w", nodeClaim.Name, err)
 	}
 	reqs := scheduling.FromNodeSelectorRequirementsWithMinValues(nodeClaim.Spec.Requirements...)
-	candidates := p.candidates(reqs, nodeClaim.Spec.Resources.Requests)
+	// The NodePool's view of the catalog: overlays may change prices and capacity per NodePool.
+	its := p.catalog(nodeClaim.Labels[karpv1.NodePoolLabelKey])
+	candidates := launchCandidates(its, reqs, nodeClaim.Spec.Resources.Requests)
 	if hasReserved(candidates) {
 		p.launchMu.Lock()
 		defer p.launchMu.Unlock()
@@ -38,7 +40,7 @@ func (p *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 		}
 	}
 	if len(candidates) == 0 {
-		return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("nodeclaim %s: %s", nodeClaim.Name, p.whyNoCandidate(reqs, nodeClaim.Spec.Resources.Requests)))
+		return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("nodeclaim %s: %s", nodeClaim.Name, whyNoCandidate(its, reqs, nodeClaim.Spec.Resources.Requests)))
 	}
 	chosen := candidates[0]
 	node := buildNode(nodeClaim, reqs, chosen.instanceType, chosen.offering)
@@ -57,11 +59,11 @@ type candidate struct {
 	offering     *cloudprovider.Offering
 }
 
-// candidates lists the launchable choices, best first: capacity type priority, then price, then
+// launchCandidates lists the launchable choices, best first: capacity type priority, then price, then
 // type name and zone so that equal choices are decided the same way every time.
-func (p *CloudProvider) candidates(reqs scheduling.Requirements, requests corev1.ResourceList) []candidate {
+func launchCandidates(its cloudprovider.InstanceTypes, reqs scheduling.Requirements, requests corev1.ResourceList) []candidate {
 	var out []candidate
-	for _, it := range p.instanceTypes {
+	for _, it := range its {
 		if it.Requirements.Intersects(reqs) != nil || scheduling.Fits(requests, it.Allocatable()) != nil {
 			continue
 		}
@@ -104,9 +106,9 @@ func (p *CloudProvider) withoutExhaustedReservations(ctx context.Context, cs []c
 }
 
 // whyNoCandidate explains an empty candidate list for the insufficient-capacity error.
-func (p *CloudProvider) whyNoCandidate(reqs scheduling.Requirements, requests corev1.ResourceList) string {
+func whyNoCandidate(its cloudprovider.InstanceTypes, reqs scheduling.Requirements, requests corev1.ResourceList) string {
 	compatible, fitting := 0, 0
-	for _, it := range p.instanceTypes {
+	for _, it := range its {
 		if it.Requirements.Intersects(reqs) != nil {
 			continue
 		}

@@ -28,12 +28,15 @@ type Options struct {
 	Kubelet cloudprovider.KubeletSettings
 	// EphemeralStorage is each node's ephemeral-storage capacity; 20Gi if zero.
 	EphemeralStorage resource.Quantity
+	// Overlay adjusts the catalog (NodeOverlay) for listing and launching alike; nil for none.
+	Overlay cloudprovider.Overlay
 }
 
 // CloudProvider is the kwok provider. It is safe for concurrent use.
 type CloudProvider struct {
 	client        client.Client
 	instanceTypes cloudprovider.InstanceTypes
+	overlay       cloudprovider.Overlay
 	// launchMu serializes launches that may take reserved capacity, so two cannot both take a
 	// reservation's last slot.
 	launchMu sync.Mutex
@@ -64,12 +67,27 @@ func New(c client.Client, opts Options) (*CloudProvider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building instance types: %w", err)
 	}
-	return NewWithInstanceTypes(c, its), nil
+	return NewWithOverlay(c, its, opts.Overlay), nil
 }
 
 // NewWithInstanceTypes returns a provider that launches from its, which it treats as immutable.
 func NewWithInstanceTypes(c client.Client, its cloudprovider.InstanceTypes) *CloudProvider {
-	return &CloudProvider{client: c, instanceTypes: its}
+	return NewWithOverlay(c, its, nil)
+}
+
+// NewWithOverlay returns a provider that launches from its as overlay adjusts them (nil for
+// none).
+func NewWithOverlay(c client.Client, its cloudprovider.InstanceTypes, overlay cloudprovider.Overlay) *CloudProvider {
+	return &CloudProvider{client: c, instanceTypes: its, overlay: overlay}
+}
+
+// catalog is the instance types as the NodePool named nodePool sees them: the overlay's view
+// of the catalog, which listing and launching share.
+func (p *CloudProvider) catalog(nodePool string) cloudprovider.InstanceTypes {
+	if p.overlay == nil {
+		return p.instanceTypes
+	}
+	return p.overlay.Apply(nodePool, p.instanceTypes)
 }
 
 // Name returns "kwok".
@@ -95,10 +113,12 @@ func (p *CloudProvider) IsDrifted(context.Context, *karpv1.NodeClaim) (cloudprov
 // Ready; a nil nodePool gets them unconditionally. The types are shared between calls and must
 // not be modified; copy one to change its offerings.
 func (p *CloudProvider) GetInstanceTypes(ctx context.Context, nodePool *karpv1.NodePool) ([]*cloudprovider.InstanceType, error) {
+	name := ""
 	if nodePool != nil {
 		if err := p.checkNodeClass(ctx, nodePool.Spec.Template.Spec.NodeClassRef); err != nil {
 			return nil, fmt.Errorf("nodepool %s: %w", nodePool.Name, err)
 		}
+		name = nodePool.Name
 	}
-	return append([]*cloudprovider.InstanceType(nil), p.instanceTypes...), nil
+	return append([]*cloudprovider.InstanceType(nil), p.catalog(name)...), nil
 }

@@ -11,11 +11,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	awsv1 "github.com/joinery-dev/joinery/apis/aws/v1"
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/apis/karpenter/v1alpha1"
 	kwokv1alpha1 "github.com/joinery-dev/joinery/apis/kwok/v1alpha1"
 	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/cloudprovider/kwok/catalog"
@@ -502,5 +504,70 @@ func TestCreateWithDefaultCatalog(t *testing.T) {
 	}
 	if q := got.Status.Capacity["nvidia.com/gpu"]; q.Value() != 4 {
 		t.Errorf("nvidia.com/gpu capacity = %s, want 4", q.String())
+	}
+}
+
+// TestCreateWithOverlay: the overlay's prices decide the launch and its capacity reaches the
+// Node, per NodePool, and GetInstanceTypes shows the same catalog.
+func TestCreateWithOverlay(t *testing.T) {
+	ctx := context.Background()
+	overlays := cloudprovider.NewNodeOverlays()
+	overlays.Set(&v1alpha1.NodeOverlay{
+		ObjectMeta: metav1.ObjectMeta{Name: "big-is-cheap"},
+		Spec: v1alpha1.NodeOverlaySpec{
+			Requirements: []v1alpha1.NodeSelectorRequirement{
+				{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"big"}},
+				{Key: karpv1.NodePoolLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{"default"}},
+			},
+			Price:    ptr.To("0.001"),
+			Capacity: corev1.ResourceList{"hugepages-2Mi": resource.MustParse("1Gi")},
+		},
+	})
+	f, err := catalog.Parse([]byte(testCatalog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	its, err := f.Build(catalog.BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(newScheme(t)).WithObjects(readyClass("default")).Build()
+	p := NewWithOverlay(c, its, overlays)
+
+	nc := newNodeClaim("cheap-big", requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, "spot"))
+	nc.Spec.Resources.Requests = corev1.ResourceList{"hugepages-2Mi": resource.MustParse("512Mi")}
+	got, err := p.Create(ctx, nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if typ := got.Labels[corev1.LabelInstanceTypeStable]; typ != "big" {
+		t.Errorf("launched %s, want big (0.001 by the overlay, cheaper than arm's 0.01)", typ)
+	}
+	var node corev1.Node
+	if err := c.Get(ctx, client.ObjectKey{Name: "cheap-big"}, &node); err != nil {
+		t.Fatal(err)
+	}
+	if q := node.Status.Allocatable["hugepages-2Mi"]; q.Cmp(resource.MustParse("1Gi")) != 0 {
+		t.Errorf("node allocatable hugepages-2Mi = %s, want 1Gi from the overlay", q.String())
+	}
+
+	other := newNodeClaim("other-pool", requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, "spot"))
+	other.Labels[karpv1.NodePoolLabelKey] = "other"
+	other.Spec.Requirements[0] = requirement(karpv1.NodePoolLabelKey, corev1.NodeSelectorOpIn, "other")
+	if got, err := p.Create(ctx, other); err != nil {
+		t.Fatal(err)
+	} else if typ := got.Labels[corev1.LabelInstanceTypeStable]; typ != "arm" {
+		t.Errorf("NodePool other launched %s, want arm: the overlay selects NodePool default only", typ)
+	}
+
+	listed, err := p.GetInstanceTypes(ctx, &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"},
+		Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{NodeClassRef: nodeClassRef("default")}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range listed {
+		if it.Name == "big" && it.Offerings.Cheapest().Price != 0.001 {
+			t.Errorf("GetInstanceTypes shows big at %v, want the overlay's 0.001", it.Offerings.Cheapest().Price)
+		}
 	}
 }

@@ -131,10 +131,15 @@ func setupDisruption(mgr ctrl.Manager, cp cloudprovider.CloudProvider, sim *disr
 		&disruption.MultiNodeConsolidation{Consolidation: consolidation},
 		&disruption.SingleNodeConsolidation{Consolidation: consolidation},
 	}
+	volatileRequests, err := setupVolatileRequests(mgr, sim)
+	if err != nil {
+		return err
+	}
 	loopOpts := disruption.Options{
 		ValidationDelay:              sim.opts.validationDelay,
 		ConsolidationValidationDelay: sim.opts.consolidationValidationDelay,
 		PollInterval:                 sim.opts.pollInterval,
+		Volatile:                     volatileRequests,
 	}
 	if gates.Enabled(featuregates.CapacityBuffer) {
 		loopOpts.Buffers = &disruption.Buffers{Reader: mgr.GetClient(), Simulator: sim.simulator}

@@ -180,8 +180,12 @@ func run(opts options) error {
 
 	ctx := ctrl.SetupSignalHandler()
 	sim := newDisruptionSimulation(ctx, mgr, namespace, opts.disruption)
-	cp, err := newCloudProvider(ctx, opts, mgr, namespace, sim)
+	overlays := nodeOverlays(opts.featureGates)
+	cp, err := newCloudProvider(ctx, opts, mgr, namespace, sim, overlayOf(overlays))
 	if err != nil {
+		return err
+	}
+	if err := setupNodeOverlays(ctx, mgr, cp, overlays); err != nil {
 		return err
 	}
 	if err := nodeclaim.Setup(ctx, mgr, cp, nodeclaim.Options{Namespace: namespace, RegistrationTTL: opts.registrationTTL, InitializationTTL: opts.initializationTTL, GCInterval: opts.gcInterval}); err != nil {
@@ -240,13 +244,15 @@ func setupMetrics(mgr ctrl.Manager, cp cloudprovider.CloudProvider) error {
 // newCloudProvider builds the provider named by --cloud-provider on the manager, with whatever
 // controllers and loops that provider needs beside the neutral controllers. The AWS provider's
 // interruption controller pre-plans capacity on sim, the disruption controllers' simulation.
-func newCloudProvider(ctx context.Context, opts options, mgr ctrl.Manager, namespace string, sim *disruptionSimulation) (cloudprovider.CloudProvider, error) {
+// overlay (NodeOverlay; nil when the gate is off) adjusts the provider's catalog for every
+// reader: provisioning replacements, consolidation's prices, launches.
+func newCloudProvider(ctx context.Context, opts options, mgr ctrl.Manager, namespace string, sim *disruptionSimulation, overlay cloudprovider.Overlay) (cloudprovider.CloudProvider, error) {
 	if opts.interruptionQueue != "" && opts.cloudProvider != aws.Name {
 		return nil, errors.New("--interruption-queue needs --cloud-provider=aws")
 	}
 	switch opts.cloudProvider {
 	case kwok.Name:
-		cp, err := kwok.New(mgr.GetClient(), kwok.Options{})
+		cp, err := kwok.New(mgr.GetClient(), kwok.Options{Overlay: overlay})
 		if err != nil {
 			return nil, fmt.Errorf("creating the kwok cloud provider: %w", err)
 		}
@@ -260,6 +266,7 @@ func newCloudProvider(ctx context.Context, opts options, mgr ctrl.Manager, names
 			Unavailable: state.NewUnavailableOfferings(mgr.GetClient(), mgr.GetAPIReader(), namespace, clock.RealClock{}),
 			Recorder:    mgr.GetEventRecorder(nodeclaim.EventSource),
 			Preplanner:  sim.preplanner,
+			Overlay:     overlay,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("creating the aws cloud provider: %w", err)

@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/cloudprovider/aws"
 	"github.com/joinery-dev/joinery/cloudprovider/kwok"
 	"github.com/joinery-dev/joinery/plugin/planner"
@@ -38,8 +39,8 @@ func (p *providerFlags) instanceTypes(ctx context.Context) (planner.InstanceType
 	}
 }
 
-func kwokInstanceTypes(c client.Client) (solver.InstanceTypeSource, error) {
-	provider, err := kwok.New(c, kwok.Options{})
+func kwokInstanceTypes(c client.Client, overlay cloudprovider.Overlay) (solver.InstanceTypeSource, error) {
+	provider, err := kwok.New(c, kwok.Options{Overlay: overlay})
 	if err != nil {
 		return nil, fmt.Errorf("building the kwok cloud provider: %w", err)
 	}
@@ -52,7 +53,7 @@ func (p *providerFlags) awsInstanceTypes(ctx context.Context) (planner.InstanceT
 	if err != nil {
 		return nil, err
 	}
-	return func(c client.Client) (solver.InstanceTypeSource, error) {
-		return newProvider(c), nil
+	return func(c client.Client, overlay cloudprovider.Overlay) (solver.InstanceTypeSource, error) {
+		return newProvider(c, overlay), nil
 	}, nil
 }

@@ -83,7 +83,7 @@ func TestAWSInstanceTypes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	source, err := newSource(kube)
+	source, err := newSource(kube, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,6 +56,9 @@ type Options struct {
 	ReplacementPoll time.Duration
 	// Buffers, when set (gate CapacityBuffer), keep room for CapacityBuffers' virtual pods.
 	Buffers *Buffers
+	// Volatile, when set, re-checks volatile pod requests before a command executes
+	// (volatile.go).
+	Volatile VolatileVerifier
 }
 
 func (o *Options) defaults() {
@@ -171,6 +174,15 @@ func (c *Controller) Step(ctx context.Context) (bool, error) {
 		fresh, why, err := c.validate(ctx, m, cmd)
 		if err != nil {
 			return false, fmt.Errorf("%s: validating: %w", m.Name(), err)
+		}
+		if fresh != nil {
+			// Last check before eviction: the pods' volatile requests still as simulated.
+			if why, err = c.verifyVolatile(ctx, fresh); err != nil {
+				return false, fmt.Errorf("%s: %w", m.Name(), err)
+			}
+			if why != "" {
+				fresh = nil
+			}
 		}
 		if fresh == nil {
 			failedValidations.WithLabelValues(consolidationTypeOf(m)).Inc()

@@ -70,8 +70,9 @@ type SolverSimulator struct {
 	offerings UnavailableSource
 	// base is the cluster a ForkingPlanner keeps loaded (the cluster of the last simulation,
 	// without nodes being deleted), and baseKey its key.
-	base    *Cluster
-	baseKey *int
+	base      *Cluster
+	baseKey   *int
+	predictor RequestPredictor // volatile requests (volatile.go); nil for none
 }
 
 // UnavailableSource is the controller's record of offerings that failed to launch
@@ -113,6 +114,7 @@ func (s *SolverSimulator) Simulate(ctx context.Context, c *Cluster, cands []*Can
 	if moving.Len() == 0 {
 		return &Simulation{Destinations: map[types.UID]string{}, Unschedulable: map[types.UID]string{}}, nil
 	}
+	s.predict(batch, moving)
 	plan, err := s.plan(ctx, c, cands, batch)
 	if err != nil {
 		return nil, fmt.Errorf("simulating %d pods of %s: %w", moving.Len(), candidateList(cands), err)

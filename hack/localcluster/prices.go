@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/pricing"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/dynamic"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	awspricing "github.com/joinery-dev/joinery/cloudprovider/aws/pricing"
@@ -22,10 +23,18 @@ type pricer interface {
 	price(labels map[string]string) (float64, bool)
 }
 
-// priceBookFor is the pricer of the cluster's cloud provider.
+// priceBookFor is the pricer of the cluster's cloud provider; on kwok with the NodeOverlay
+// gate on, the catalog's prices as the cluster's overlays adjust them.
 func priceBookFor(ctx context.Context, c *localcluster.Cluster) (pricer, error) {
 	if c.CloudProvider() == localcluster.CloudProviderAWS {
 		return awsPriceBook(ctx, c.AWSEmulatorURL())
+	}
+	dyn, err := dynamic.NewForConfig(c.RESTConfig())
+	if err != nil {
+		return nil, fmt.Errorf("dynamic client: %w", err)
+	}
+	if overlaid, err := kwokOverlayPrices(dyn); err != nil || overlaid != nil {
+		return overlaid, err
 	}
 	return kwokPriceBook()
 }

@@ -13,9 +13,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/joinery-dev/joinery/cloudprovider"
+	"github.com/joinery-dev/joinery/internal/featuregates"
 	"github.com/joinery-dev/joinery/plugin"
 	"github.com/joinery-dev/joinery/simulation"
 	"github.com/joinery-dev/joinery/simulation/solver"
@@ -26,8 +29,9 @@ import (
 const DefaultUnavailableOfferingsNamespace = "kube-system"
 
 // InstanceTypesFunc builds the cloud provider's instance-type source over the plugin's client
-// (providers read their node classes through it).
-type InstanceTypesFunc func(c client.Client) (solver.InstanceTypeSource, error)
+// (providers read their node classes through it), with overlay applied to its instance types
+// (nil: the NodeOverlay gate is off).
+type InstanceTypesFunc func(c client.Client, overlay cloudprovider.Overlay) (solver.InstanceTypeSource, error)
 
 // Config says how planners are built. Its New is the plugin's planner factory
 // (plugin.Options.NewPlanner).
@@ -52,7 +56,17 @@ func (c *Config) New(ctx context.Context, opts plugin.PlannerOptions) (simulatio
 	if err != nil {
 		return nil, err
 	}
-	instanceTypes, err := c.InstanceTypes(opts.Client)
+	// NodeOverlays change the provider's catalog itself, so every reader of it sees them.
+	var overlay cloudprovider.Overlay
+	overlaysSynced := func() bool { return true }
+	if opts.FeatureGates.Enabled(featuregates.NodeOverlay) {
+		overlays, synced, err := watchOverlays(ctx, opts.Cache)
+		if err != nil {
+			return nil, err
+		}
+		overlay, overlaysSynced = overlays, synced
+	}
+	instanceTypes, err := c.InstanceTypes(opts.Client, overlay)
 	if err != nil {
 		return nil, fmt.Errorf("building the cloud provider's instance types: %w", err)
 	}
@@ -83,7 +97,7 @@ func (c *Config) New(ctx context.Context, opts plugin.PlannerOptions) (simulatio
 	// before its health server is up, and on a large cluster the sync outlasts the liveness
 	// probe. The plugin waits (WaitForCacheSync) before its first batch instead.
 	factory.Start(ctx.Done())
-	return &refreshingPlanner{planner: s, unavailable: unavailable, factory: factory}, nil
+	return &refreshingPlanner{planner: s, unavailable: unavailable, factory: factory, overlaysSynced: overlaysSynced}, nil
 }
 
 // cmpReader returns the first reader that is set.
@@ -111,6 +125,8 @@ type refreshingPlanner struct {
 	planner     simulation.Planner
 	unavailable *unavailableOfferings
 	factory     informers.SharedInformerFactory
+	// overlaysSynced reports whether the NodeOverlay informer has synced (true without one).
+	overlaysSynced func() bool
 }
 
 // WaitForCacheSync waits until the informers the solver reads have synced; false when ctx
@@ -121,7 +137,8 @@ func (p *refreshingPlanner) WaitForCacheSync(ctx context.Context) bool {
 			return false
 		}
 	}
-	return ctx.Err() == nil
+	// Planning before the overlays are known would launch at the wrong prices.
+	return toolscache.WaitForCacheSync(ctx.Done(), p.overlaysSynced) && ctx.Err() == nil
 }
 
 func (p *refreshingPlanner) Plan(ctx context.Context, pods []*corev1.Pod) (*simulation.Plan, error) {

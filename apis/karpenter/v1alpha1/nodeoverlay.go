@@ -62,7 +62,8 @@ type NodeOverlaySpec struct {
 	// +optional
 	PriceAdjustment *string `json:"priceAdjustment,omitempty"`
 	// Capacity adds resources (extended resources such as hugepages or devices) to the
-	// matching instance types, or overrides their amount.
+	// matching instance types, or overrides their amount; for cpu, memory and
+	// ephemeral-storage the value is the node's overhead (what it reserves for the system).
 	// +optional
 	Capacity corev1.ResourceList `json:"capacity,omitempty"`
 }
@@ -94,8 +95,8 @@ type NodeSelectorRequirement struct {
 
 // NodeOverlayStatus is the observed state of a NodeOverlay.
 type NodeOverlayStatus struct {
-	// Conditions of the overlay. Ready is false, with reason conflict, when an overlay of the
-	// same weight and an earlier name changes the same offering differently.
+	// Conditions of the overlay. Ready is false, with reason Conflict, when an overlay of the
+	// same weight and an earlier name changes the same field of an offering differently.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -105,6 +106,14 @@ type NodeOverlayStatus struct {
 // ConditionTypeReady says the overlay is applied.
 const ConditionTypeReady = "Ready"
 
-// ConditionReasonConflict is Ready's reason when a same-weight overlay took precedence; the
-// docs spell it in lower case.
-const ConditionReasonConflict = "conflict"
+// Ready's reasons. The docs spell Conflict in lower case; joinery uses the CamelCase every
+// condition reason has.
+const (
+	// ConditionReasonApplied: the overlay applies wherever its requirements match.
+	ConditionReasonApplied = "Applied"
+	// ConditionReasonConflict: an overlay of the same weight and an earlier name changes a field
+	// of an offering this one matches to a different value, and wins it.
+	ConditionReasonConflict = "Conflict"
+	// ConditionReasonInvalid: the spec cannot be applied (input the schema does not catch).
+	ConditionReasonInvalid = "Invalid"
+)

@@ -80,6 +80,7 @@ func batchKey(req LaunchRequest) string {
 	var b strings.Builder
 	b.WriteString(strconv.Quote(req.CapacityType))
 	b.WriteString(strconv.FormatBool(req.CapacityBlock))
+	b.WriteString(strconv.FormatBool(req.Prioritized))
 	for _, t := range req.Templates {
 		b.WriteString("|" + strconv.Quote(t.TemplateName))
 		for _, ov := range t.Overrides {

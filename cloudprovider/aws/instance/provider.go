@@ -79,6 +79,9 @@ type LaunchRequest struct {
 	// CapacityBlock makes a reserved launch use capacity blocks.
 	CapacityBlock bool
 	Templates     []TemplateConfig
+	// Prioritized launches on-demand capacity in the overrides' price order (their priority)
+	// instead of EC2's lowest price: the prices are joinery's (NodeOverlay), not EC2's.
+	Prioritized bool
 	// Tags go on the instance and its volumes.
 	Tags map[string]string
 }
@@ -155,6 +158,8 @@ func (p *Provider) fleetInput(req LaunchRequest, count int) *ec2.CreateFleetInpu
 			AllocationStrategy:         ec2types.FleetOnDemandAllocationStrategyLowestPrice,
 			CapacityReservationOptions: &ec2types.CapacityReservationOptionsRequest{UsageStrategy: ec2types.FleetCapacityReservationUsageStrategyUseCapacityReservationsFirst},
 		}
+	case req.Prioritized:
+		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyPrioritized}
 	default:
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
 	}

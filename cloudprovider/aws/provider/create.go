@@ -38,7 +38,7 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*ka
 	if err := launchtemplate.CheckClassTags(class.Spec.Tags); err != nil {
 		return nil, cloudprovider.NewCreateError(err, "InvalidTags", fmt.Sprintf("ec2nodeclass %s: %s", class.Name, err))
 	}
-	its, err := p.listInstanceTypes(ctx, class)
+	its, err := p.listInstanceTypes(ctx, class, nodeClaim.Labels[karpv1.NodePoolLabelKey])
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +170,9 @@ func (p *Provider) launchRequest(ctx context.Context, nodeClaim *karpv1.NodeClai
 	req := instance.LaunchRequest{
 		ClientToken:  clientToken(nodeClaim),
 		CapacityType: capacityType,
-		Tags:         instance.Tags(p.opts.Cluster.Name, nodeClaim.Name, nodeClaim.Labels[karpv1.NodePoolLabelKey], class.Name, class.Spec.Tags),
+		// Overlays change prices EC2 does not know: launch in joinery's price order.
+		Prioritized: p.opts.Overlay != nil,
+		Tags:        instance.Tags(p.opts.Cluster.Name, nodeClaim.Name, nodeClaim.Labels[karpv1.NodePoolLabelKey], class.Name, class.Spec.Tags),
 	}
 	byTemplate := map[string]string{}
 	configs := map[templateKey]int{}

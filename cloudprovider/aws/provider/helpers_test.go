@@ -76,6 +76,8 @@ type env struct {
 	p         *provider.Provider
 	recorder  *recorder
 	instances *instance.Provider
+	// newProvider builds another provider over the same emulator and class with opts' Overlay.
+	newProvider func(overlay cloudprovider.Overlay) *provider.Provider
 }
 
 func newEnv(t *testing.T, mutate ...func(*awsv1.EC2NodeClass)) *env {
@@ -143,10 +145,14 @@ func newEnv(t *testing.T, mutate ...func(*awsv1.EC2NodeClass)) *env {
 	its := instancetype.New(ec2Client, prices, instancetype.Options{Region: srv.Region, Logger: log})
 	e := &env{srv: srv, ec2: ec2Client, kube: kube, recorder: &recorder{marked: map[cloudprovider.OfferingKey]time.Time{}}}
 	e.instances = instance.New(ec2Client, instance.Options{ClusterName: cluster})
-	e.p = provider.New(kube, its, launchtemplate.New(ec2Client, launchtemplate.Options{ClusterName: cluster}), e.instances, provider.Options{
-		Cluster:     amifamily.Cluster{Name: cluster, Endpoint: "https://127.0.0.1:6443", CABundle: "Y2E=", DNSIP: "10.100.0.10"},
-		Unavailable: e.recorder, Logger: log,
-	})
+	templates := launchtemplate.New(ec2Client, launchtemplate.Options{ClusterName: cluster})
+	e.newProvider = func(overlay cloudprovider.Overlay) *provider.Provider {
+		return provider.New(kube, its, templates, e.instances, provider.Options{
+			Cluster:     amifamily.Cluster{Name: cluster, Endpoint: "https://127.0.0.1:6443", CABundle: "Y2E=", DNSIP: "10.100.0.10"},
+			Unavailable: e.recorder, Logger: log, Overlay: overlay,
+		})
+	}
+	e.p = e.newProvider(nil)
 	return e
 }
 

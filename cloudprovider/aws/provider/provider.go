@@ -55,6 +55,10 @@ type Options struct {
 	LaunchBatch instance.BatchOptions
 	Clock       clock.WithTicker
 	Logger      logr.Logger
+	// Overlay adjusts instance types (NodeOverlay) for listing and launching alike; with one,
+	// on-demand fleets launch in the adjusted price order (prioritized) rather than EC2's
+	// lowest price. nil for none.
+	Overlay cloudprovider.Overlay
 }
 
 // DefaultMaxInstanceTypes is how many instance types a fleet request lists at most, as in
@@ -119,13 +123,18 @@ func (p *Provider) GetInstanceTypes(ctx context.Context, nodePool *karpv1.NodePo
 	if err != nil {
 		return nil, fmt.Errorf("nodepool %s: %w", nodePool.Name, err)
 	}
-	return p.listInstanceTypes(ctx, class)
+	return p.listInstanceTypes(ctx, class, nodePool.Name)
 }
 
-func (p *Provider) listInstanceTypes(ctx context.Context, class *awsv1.EC2NodeClass) (cloudprovider.InstanceTypes, error) {
+// listInstanceTypes lists what class can launch as the NodePool named nodePool sees it (with
+// the overlay applied): listing and launching share it.
+func (p *Provider) listInstanceTypes(ctx context.Context, class *awsv1.EC2NodeClass, nodePool string) (cloudprovider.InstanceTypes, error) {
 	its, err := p.instanceTypes.List(ctx, class, instancetype.ListOptions{Unavailable: p.unavailable.offerings(ctx)})
 	if err != nil {
 		return nil, fmt.Errorf("listing instance types of ec2nodeclass %s: %w", class.Name, err)
+	}
+	if p.opts.Overlay != nil {
+		its = p.opts.Overlay.Apply(nodePool, its)
 	}
 	return its, nil
 }

@@ -7,11 +7,13 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/joinery-dev/joinery/apis/aws/v1"
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/apis/karpenter/v1alpha1"
 	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/cloudprovider/aws/instance"
 	"github.com/joinery-dev/joinery/cloudprovider/aws/provider"
@@ -394,5 +396,52 @@ func TestProviderIdentity(t *testing.T) {
 	}
 	if n := len(e.p.RepairPolicies()); n != len(cloudprovider.KubeletRepairPolicies())+len(cloudprovider.NodeMonitoringAgentRepairPolicies()) {
 		t.Errorf("%d repair policies", n)
+	}
+}
+
+// TestCreateWithOverlay: with a NodeOverlay making m5.xlarge the cheapest, an on-demand
+// NodeClaim that allows c6i.large and m5.xlarge launches m5.xlarge (a prioritized fleet in
+// joinery's price order, where EC2's lowest price would pick c6i.large), and the overlay's
+// capacity is in the NodeClaim's status and in GetInstanceTypes.
+func TestCreateWithOverlay(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	allowed := []string{"c6i.large", "m5.xlarge"}
+	plain, err := e.p.Create(ctx, nodeClaim("plain", onDemand, allowed, twoZones))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if typ := plain.Labels[corev1.LabelInstanceTypeStable]; typ != "c6i.large" {
+		t.Fatalf("without an overlay launched %s, want c6i.large (the cheaper): the test's premise", typ)
+	}
+
+	overlays := cloudprovider.NewNodeOverlays()
+	overlays.Set(&v1alpha1.NodeOverlay{
+		ObjectMeta: metav1.ObjectMeta{Name: "m5-discount"},
+		Spec: v1alpha1.NodeOverlaySpec{
+			Requirements: []v1alpha1.NodeSelectorRequirement{{Key: awsv1.LabelInstanceFamily, Operator: corev1.NodeSelectorOpIn, Values: []string{"m5"}}},
+			Price:        ptrTo("0.001"),
+			Capacity:     corev1.ResourceList{"hugepages-2Mi": resource.MustParse("1Gi")},
+		},
+	})
+	p := e.newProvider(overlays)
+	got, err := p.Create(ctx, nodeClaim("overlaid", onDemand, allowed, twoZones))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if typ := got.Labels[corev1.LabelInstanceTypeStable]; typ != "m5.xlarge" {
+		t.Errorf("with the overlay launched %s, want m5.xlarge", typ)
+	}
+	if q := got.Status.Allocatable["hugepages-2Mi"]; q.Cmp(resource.MustParse("1Gi")) != 0 {
+		t.Errorf("allocatable hugepages-2Mi = %s, want the overlay's 1Gi", q.String())
+	}
+	its, err := p.GetInstanceTypes(ctx, pool())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range its {
+		if it.Name == "m5.xlarge" && it.Offerings.Cheapest().Price != 0.001 {
+			t.Errorf("GetInstanceTypes prices m5.xlarge at %v, want 0.001", it.Offerings.Cheapest().Price)
+		}
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/cloudprovider/kwok"
 	"github.com/joinery-dev/joinery/internal/testpods"
 	"github.com/joinery-dev/joinery/plugin"
@@ -89,8 +90,8 @@ func (e *env) startKubeScheduler(t *testing.T, ns string) {
 		t.Fatal(err)
 	}
 	planners := &planner.Config{
-		InstanceTypes: func(c client.Client) (solver.InstanceTypeSource, error) {
-			return kwok.NewWithInstanceTypes(c, e.its), nil
+		InstanceTypes: func(c client.Client, overlay cloudprovider.Overlay) (solver.InstanceTypeSource, error) {
+			return kwok.NewWithOverlay(c, e.its, overlay), nil
 		},
 		SchedulerConfigPath:           configPath,
 		UnavailableOfferingsNamespace: ns,

@@ -306,8 +306,8 @@ func (e *env) startScheduler(t *testing.T, ns string, args map[string]any) (stop
 	ctx = klog.NewContext(ctx, klog.Background())
 
 	planners := &planner.Config{
-		InstanceTypes: func(c client.Client) (solver.InstanceTypeSource, error) {
-			return kwok.NewWithInstanceTypes(c, e.its), nil
+		InstanceTypes: func(c client.Client, overlay cloudprovider.Overlay) (solver.InstanceTypeSource, error) {
+			return kwok.NewWithOverlay(c, e.its, overlay), nil
 		},
 		SchedulerConfigPath:           e.configPath,
 		UnavailableOfferingsNamespace: ns,
