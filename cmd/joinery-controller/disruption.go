@@ -21,7 +21,6 @@ import (
 	"github.com/joinery-dev/joinery/controller/state"
 	"github.com/joinery-dev/joinery/internal/featuregates"
 	"github.com/joinery-dev/joinery/simulation"
-	"github.com/joinery-dev/joinery/simulation/solver"
 )
 
 // disruptionOptions are the disruption controllers' flags.
@@ -67,22 +66,20 @@ func (s *disruptionSimulation) build(cp cloudprovider.CloudProvider) error {
 		return fmt.Errorf("building the simulation's clientset: %w", err)
 	}
 	factory := informers.NewSharedInformerFactory(clientset, 0)
-	view := &disruption.View{}
-	solv, err := solver.New(s.ctx, solver.Options{
-		State:         view,
-		InstanceTypes: cp,
-		Profile:       profile,
-		Framework:     simulation.FrameworkOptions{Client: clientset, InformerFactory: factory},
-		Unavailable:   view.Unavailable,
-	})
-	if err != nil {
-		return fmt.Errorf("building the disruption simulation: %w", err)
-	}
-	factory.Start(s.ctx.Done())
 	// Replacements skip the offerings the lifecycle controller recorded as exhausted, as the
 	// scheduler's Provisioner does.
 	unavailable := state.NewUnavailableOfferings(s.mgr.GetClient(), s.mgr.GetAPIReader(), s.namespace, clock.RealClock{})
-	s.simulator = disruption.NewSolverSimulator(solv, view, unavailable)
+	s.simulator, err = disruption.NewSimulation(s.ctx, disruption.SimulationOptions{
+		Profile:         profile,
+		InstanceTypes:   cp,
+		Client:          clientset,
+		InformerFactory: factory,
+		Offerings:       unavailable,
+	})
+	if err != nil {
+		return err
+	}
+	factory.Start(s.ctx.Done())
 	// Forceful methods launch capacity for the pods of the node they remove at once.
 	s.preplan = &disruption.Preplanner{Client: s.mgr.GetClient(), Simulator: s.simulator}
 	s.factory = factory
@@ -117,12 +114,7 @@ func setupDisruption(mgr ctrl.Manager, cp cloudprovider.CloudProvider, sim *disr
 		}
 	}
 	consolidation := disruption.Consolidation{Simulator: sim.simulator, InstanceTypes: cp, SpotToSpot: gates.Enabled(featuregates.SpotToSpotConsolidation)}
-	methods := []disruption.Method{
-		&disruption.Drift{Simulator: sim.simulator},
-		&disruption.Emptiness{},
-		&disruption.MultiNodeConsolidation{Consolidation: consolidation},
-		&disruption.SingleNodeConsolidation{Consolidation: consolidation},
-	}
+	methods := disruption.GracefulMethods(consolidation)
 	loop := disruption.New(mgr.GetClient(), mgr.GetAPIReader(), recorder, clock.RealClock{}, methods, disruption.Options{
 		ValidationDelay: sim.opts.validationDelay,
 		PollInterval:    sim.opts.pollInterval,
