@@ -19,6 +19,7 @@ require (
 	github.com/spf13/cobra v1.10.2
 	go.etcd.io/etcd/server/v3 v3.6.8
 	golang.org/x/sync v0.24.0
+	golang.org/x/term v0.47.0
 	k8s.io/api v0.36.3
 	k8s.io/apiextensions-apiserver v0.36.3
 	k8s.io/apimachinery v0.36.3
@@ -170,7 +171,6 @@ require (
 	golang.org/x/net v0.61.0 // indirect
 	golang.org/x/oauth2 v0.36.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
-	golang.org/x/term v0.47.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 	golang.org/x/tools v0.51.0 // indirect

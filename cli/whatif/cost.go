@@ -110,13 +110,16 @@ type PoolCost struct {
 
 // poolCosts sums lines by NodePool, then adds the provisioning's new NodeClaims and the
 // disruption's replacements and takes off its removed nodes.
-func poolCosts(lines []CostLine, prov *Provisioning, dis *Disruption) []PoolCost {
+func poolCosts(nodePools []karpv1.NodePool, lines []CostLine, prov *Provisioning, dis *Disruption) []PoolCost {
 	by := map[string]*PoolCost{}
 	get := func(np string) *PoolCost {
 		if by[np] == nil {
 			by[np] = &PoolCost{NodePool: np}
 		}
 		return by[np]
+	}
+	for i := range nodePools {
+		get(nodePools[i].Name)
 	}
 	for _, l := range lines {
 		pc := get(l.NodePool)
@@ -172,5 +175,5 @@ func (c *Cluster) Simulate(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Provisioning: prov, Disruption: dis, Cost: poolCosts(c.Costs(ctx), prov, dis)}, nil
+	return &Result{Provisioning: prov, Disruption: dis, Cost: poolCosts(c.Snapshot.NodePools, c.Costs(ctx), prov, dis)}, nil
 }
