@@ -47,7 +47,7 @@ func TestCommands(t *testing.T) {
 			code := run(tt.args, &stdout, &stderr)
 			got := fmt.Sprintf("$ joinery %s\n%s--- stderr\n%s--- exit %d\n",
 				strings.ReplaceAll(strings.Join(tt.args, " "), snap, "cluster.json"), stdout.String(), stderr.String(), code)
-			path := filepath.Join("testdata", "golden", tt.name+".out")
+			path := filepath.Join("testdata", "golden", tt.name+".golden")
 			if *update {
 				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 					t.Fatal(err)
