@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -105,9 +106,18 @@ func simulateTable(p *printer, res *whatif.Result) {
 	prov, dis := res.Provisioning, res.Disruption
 	nodeClaimsTable(p, "NodeClaims to create", prov.NewNodeClaims)
 	if len(prov.Placed) > 0 {
-		p.section("Pods placed on existing or launching capacity", "POD", "ON")
+		p.section("Pods placed on existing or launching capacity", "ON", "COUNT", "PODS")
+		byTarget := map[string][]string{}
+		var targets []string
 		for _, pl := range prov.Placed {
-			p.row(pl.Pod, pl.Target)
+			if byTarget[pl.Target] == nil {
+				targets = append(targets, pl.Target)
+			}
+			byTarget[pl.Target] = append(byTarget[pl.Target], pl.Pod)
+		}
+		slices.Sort(targets)
+		for _, target := range targets {
+			p.row(target, fmt.Sprint(len(byTarget[target])), list(byTarget[target], 5))
 		}
 	}
 	if len(prov.Pending) > 0 {
