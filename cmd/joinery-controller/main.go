@@ -24,6 +24,7 @@ import (
 	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/cloudprovider/aws"
 	"github.com/joinery-dev/joinery/cloudprovider/kwok"
+	"github.com/joinery-dev/joinery/controller/cost"
 	"github.com/joinery-dev/joinery/controller/disruption"
 	"github.com/joinery-dev/joinery/controller/nodeclaim"
 	"github.com/joinery-dev/joinery/controller/nodeclaim/garbagecollection"
@@ -150,6 +151,10 @@ func run(opts options) error {
 	}
 	if err := nodePools.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up %s: %w", nodepool.Name, err)
+	}
+	// The cost per NodePool, the numbers `joinery cost` prints, as metrics.
+	if err := mgr.Add(&cost.Exporter{Client: mgr.GetClient(), InstanceTypes: cp}); err != nil {
+		return fmt.Errorf("setting up %s: %w", cost.Name, err)
 	}
 
 	log.Info("starting", "version", version.Version, "kubernetes", version.KubernetesVersion(), "featureGates", opts.featureGates.String())
