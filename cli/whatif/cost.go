@@ -5,101 +5,8 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
-	"github.com/joinery-dev/joinery/scheduling"
 )
-
-// CostLine is the cost of a NodePool's nodes of one capacity type in one zone.
-type CostLine struct {
-	NodePool     string  `json:"nodePool"`
-	CapacityType string  `json:"capacityType"`
-	Zone         string  `json:"zone"`
-	NodeClaims   int     `json:"nodeClaims"`
-	PerHour      float64 `json:"perHour"`
-	// CPU and Memory utilisation: the requests of the pods bound to these nodes over their
-	// allocatable (0..1); NodeClaims still launching count neither.
-	CPU    float64 `json:"cpuUtilisation"`
-	Memory float64 `json:"memoryUtilisation"`
-	// Unpriced counts NodeClaims whose offering the catalog does not know.
-	Unpriced int `json:"unpriced,omitempty"`
-
-	cpuReq, cpuAlloc, memReq, memAlloc resource.Quantity
-}
-
-// Costs prices every NodeClaim that is not being deleted, by NodePool, capacity type and
-// zone: launched ones at their offering's price, launching ones at the offering they would
-// most likely launch with.
-func (c *Cluster) Costs(ctx context.Context) []CostLine {
-	nodes := map[string]*corev1.Node{}
-	for i := range c.Snapshot.Nodes {
-		nodes[c.Snapshot.Nodes[i].Name] = &c.Snapshot.Nodes[i]
-	}
-	byProviderID := map[string]*corev1.Node{}
-	for _, n := range nodes {
-		if n.Spec.ProviderID != "" {
-			byProviderID[n.Spec.ProviderID] = n
-		}
-	}
-	requests := map[string]corev1.ResourceList{}
-	for i := range c.Snapshot.Pods {
-		p := &c.Snapshot.Pods[i]
-		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		requests[p.Spec.NodeName] = scheduling.Merge(requests[p.Spec.NodeName], scheduling.PodRequests(p))
-	}
-	lines := map[[3]string]*CostLine{}
-	for i := range c.Snapshot.NodeClaims {
-		nc := &c.Snapshot.NodeClaims[i]
-		if nc.DeletionTimestamp != nil {
-			continue
-		}
-		node := nodes[nc.Status.NodeName]
-		if node == nil && nc.Status.ProviderID != "" {
-			node = byProviderID[nc.Status.ProviderID]
-		}
-		o, ok := c.NodeClaimOffering(ctx, nc, node)
-		key := [3]string{nc.Labels[karpv1.NodePoolLabelKey], o.CapacityType, o.Zone}
-		line := lines[key]
-		if line == nil {
-			line = &CostLine{NodePool: key[0], CapacityType: key[1], Zone: key[2]}
-			lines[key] = line
-		}
-		line.NodeClaims++
-		if ok {
-			line.PerHour += o.Price
-		} else {
-			line.Unpriced++
-		}
-		if node != nil {
-			req := requests[node.Name]
-			line.cpuReq.Add(req[corev1.ResourceCPU])
-			line.memReq.Add(req[corev1.ResourceMemory])
-			line.cpuAlloc.Add(node.Status.Allocatable[corev1.ResourceCPU])
-			line.memAlloc.Add(node.Status.Allocatable[corev1.ResourceMemory])
-		}
-	}
-	out := make([]CostLine, 0, len(lines))
-	for _, l := range lines {
-		l.CPU = ratio(l.cpuReq, l.cpuAlloc)
-		l.Memory = ratio(l.memReq, l.memAlloc)
-		out = append(out, *l)
-	}
-	slices.SortFunc(out, func(a, b CostLine) int {
-		return strings.Compare(a.NodePool+"\x00"+a.CapacityType+"\x00"+a.Zone, b.NodePool+"\x00"+b.CapacityType+"\x00"+b.Zone)
-	})
-	return out
-}
-
-func ratio(a, b resource.Quantity) float64 {
-	if b.IsZero() {
-		return 0
-	}
-	return float64(a.MilliValue()) / float64(b.MilliValue())
-}
 
 // PoolCost is a NodePool's cost per hour before and after a simulation.
 type PoolCost struct {
@@ -175,5 +82,9 @@ func (c *Cluster) Simulate(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Provisioning: prov, Disruption: dis, Cost: poolCosts(c.Snapshot.NodePools, c.Costs(ctx), prov, dis)}, nil
+	lines, err := c.Costs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Provisioning: prov, Disruption: dis, Cost: poolCosts(c.Snapshot.NodePools, lines, prov, dis)}, nil
 }

@@ -85,7 +85,9 @@ func (c *Cluster) Disrupt(ctx context.Context, opts Options) (*Disruption, error
 	out.Method, out.Reason, out.Decision = cmd.Method, cmd.Reason, string(cmd.Decision())
 	for _, cand := range cmd.Candidates {
 		dn := DisruptedNode{NodeClaim: cand.NodeClaim.Name, Node: cand.Node.Name, NodePool: cand.NodePool.Name}
-		if o, ok := c.LaunchedOffering(ctx, cand.NodeClaim, cand.Node); ok {
+		if o, ok, err := c.LaunchedOffering(ctx, cand.NodeClaim, cand.Node); err != nil {
+			return nil, err
+		} else if ok {
 			dn.Offering = &o
 			out.Savings += o.Price
 		}
@@ -96,7 +98,10 @@ func (c *Cluster) Disrupt(ctx context.Context, opts Options) (*Disruption, error
 		out.Nodes = append(out.Nodes, dn)
 	}
 	for _, r := range cmd.Replacements {
-		nc := c.describeNodeClaim(ctx, r, nil)
+		nc, err := c.describeNodeClaim(ctx, r, nil)
+		if err != nil {
+			return nil, err
+		}
 		nc.Pods = nil
 		for _, cand := range cmd.Candidates {
 			for _, p := range cand.Pods {

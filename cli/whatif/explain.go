@@ -80,7 +80,10 @@ func (c *Cluster) ExplainPod(ctx context.Context, opts Options, namespace, name 
 	if err != nil {
 		return nil, err
 	}
-	prov := c.describePlan(ctx, plan, pods)
+	prov, err := c.describePlan(ctx, plan, pods)
+	if err != nil {
+		return nil, err
+	}
 	verdicts := map[string]string{}
 	for _, pl := range prov.Placed {
 		if pl.Pod == out.Pod {
@@ -218,7 +221,9 @@ func (c *Cluster) ExplainNode(ctx context.Context, opts Options, name string) (*
 		return out, nil
 	}
 	out.NodeClaim = nc.Name
-	if o, ok := c.LaunchedOffering(ctx, nc, cl.Nodes[name]); ok {
+	if o, ok, err := c.LaunchedOffering(ctx, nc, cl.Nodes[name]); err != nil {
+		return nil, err
+	} else if ok {
 		out.Offering = &o
 	}
 	np := cl.NodePoolOf(nc)

@@ -2,113 +2,57 @@ package whatif
 
 import (
 	"context"
-	"math"
 
 	corev1 "k8s.io/api/core/v1"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
-	"github.com/joinery-dev/joinery/cloudprovider"
-	"github.com/joinery-dev/joinery/scheduling"
+	"github.com/joinery-dev/joinery/controller/cost"
 )
 
 // Offering is the offering a NodeClaim runs on, or the one it would launch with.
-type Offering struct {
-	InstanceType string  `json:"instanceType"`
-	Zone         string  `json:"zone"`
-	CapacityType string  `json:"capacityType"`
-	Price        float64 `json:"price"`
+type Offering = cost.Offering
+
+// CostLine is the cost of a NodePool's NodeClaims of one capacity type in one zone.
+type CostLine = cost.Line
+
+// pricer prices from the snapshot's catalog, as joinery-controller's cost metrics do from
+// the cloud provider's.
+func (c *Cluster) pricer() *cost.Pricer {
+	return cost.NewPricer(c.Catalog, c.nodePools())
 }
 
-// instanceTypesOf returns the catalog a NodePool sees; every recorded type for a NodeClaim
-// whose NodePool is gone.
-func (c *Cluster) instanceTypesOf(ctx context.Context, nodePool string) []*cloudprovider.InstanceType {
-	var np *karpv1.NodePool
+func (c *Cluster) nodePools() []*karpv1.NodePool {
+	out := make([]*karpv1.NodePool, len(c.Snapshot.NodePools))
 	for i := range c.Snapshot.NodePools {
-		if c.Snapshot.NodePools[i].Name == nodePool {
-			np = &c.Snapshot.NodePools[i]
-		}
+		out[i] = &c.Snapshot.NodePools[i]
 	}
-	its, err := c.Catalog.GetInstanceTypes(ctx, np)
-	if err != nil {
-		its, _ = c.Catalog.GetInstanceTypes(ctx, nil)
-	}
-	return its
+	return out
 }
 
-// LaunchedOffering is the offering a launched NodeClaim runs on: its instance type, zone and
-// capacity type (and reservation) labels, priced from the catalog. ok is false when the
-// NodeClaim has not launched yet (no instance-type label) or the catalog has no such offering.
-func (c *Cluster) LaunchedOffering(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node) (Offering, bool) {
-	labels := map[string]string{}
-	if node != nil {
-		for k, v := range node.Labels {
-			labels[k] = v
-		}
-	}
-	for k, v := range nc.Labels {
-		labels[k] = v
-	}
-	name := labels[corev1.LabelInstanceTypeStable]
-	if name == "" {
-		return Offering{}, false
-	}
-	out := Offering{InstanceType: name, Zone: labels[corev1.LabelTopologyZone], CapacityType: labels[karpv1.CapacityTypeLabelKey], Price: math.Inf(1)}
-	for _, it := range c.instanceTypesOf(ctx, nc.Labels[karpv1.NodePoolLabelKey]) {
-		if it.Name != name {
-			continue
-		}
-		for _, o := range it.Offerings {
-			if o.Zone() != out.Zone || o.CapacityType() != out.CapacityType {
-				continue
-			}
-			if id := o.ReservationID(); id != "" && id != labels[cloudprovider.ReservationIDLabel] {
-				continue
-			}
-			out.Price = math.Min(out.Price, o.Price)
-		}
-	}
-	if math.IsInf(out.Price, 1) {
-		return out, false
-	}
-	return out, true
+// LaunchedOffering is the offering a launched NodeClaim runs on, priced from the catalog; ok
+// is false while it launches or when the catalog has no such offering.
+func (c *Cluster) LaunchedOffering(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node) (Offering, bool, error) {
+	return c.pricer().Running(ctx, nc, node)
 }
 
-// ExpectedOffering is the offering a NodeClaim that has not launched would launch with: of
-// the available offerings of its instance types that meet its requirements, the one
-// cloudprovider.Offerings.Preferred picks (reserved, then spot, then on-demand; cheapest).
-func (c *Cluster) ExpectedOffering(ctx context.Context, nc *karpv1.NodeClaim) (Offering, bool) {
-	reqs := scheduling.FromNodeSelectorRequirementsWithMinValues(nc.Spec.Requirements...)
-	names := map[string]bool{}
-	if r := reqs.Get(corev1.LabelInstanceTypeStable); r != nil {
-		for _, v := range r.Values() {
-			names[v] = true
-		}
-	}
-	var offerings cloudprovider.Offerings
-	byOffering := map[*cloudprovider.Offering]string{}
-	for _, it := range c.instanceTypesOf(ctx, nc.Labels[karpv1.NodePoolLabelKey]) {
-		if len(names) > 0 && !names[it.Name] {
-			continue
-		}
-		if it.Requirements.Intersects(reqs) != nil {
-			continue
-		}
-		for _, o := range it.Offerings.Available().Compatible(reqs) {
-			offerings = append(offerings, o)
-			byOffering[o] = it.Name
-		}
-	}
-	best := offerings.Preferred()
-	if best == nil {
-		return Offering{}, false
-	}
-	return Offering{InstanceType: byOffering[best], Zone: best.Zone(), CapacityType: best.CapacityType(), Price: best.Price}, true
+// ExpectedOffering is the offering a NodeClaim that has not launched would most likely
+// launch with.
+func (c *Cluster) ExpectedOffering(ctx context.Context, nc *karpv1.NodeClaim) (Offering, bool, error) {
+	return c.pricer().Launch(ctx, nc)
 }
 
-// NodeClaimOffering is the launched offering of nc, or the expected one while it launches.
-func (c *Cluster) NodeClaimOffering(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node) (Offering, bool) {
-	if o, ok := c.LaunchedOffering(ctx, nc, node); ok {
-		return o, true
+// Costs prices every NodeClaim that is not being deleted, by NodePool, capacity type and
+// zone (cost.Compute, the numbers joinery-controller exports as metrics).
+func (c *Cluster) Costs(ctx context.Context) ([]CostLine, error) {
+	s := cost.State{NodePools: c.nodePools()}
+	for i := range c.Snapshot.NodeClaims {
+		s.NodeClaims = append(s.NodeClaims, &c.Snapshot.NodeClaims[i])
 	}
-	return c.ExpectedOffering(ctx, nc)
+	for i := range c.Snapshot.Nodes {
+		s.Nodes = append(s.Nodes, &c.Snapshot.Nodes[i])
+	}
+	for i := range c.Snapshot.Pods {
+		s.Pods = append(s.Pods, &c.Snapshot.Pods[i])
+	}
+	return cost.Compute(ctx, c.pricer(), s)
 }

@@ -112,7 +112,7 @@ func (c *Cluster) Provision(ctx context.Context, opts Options) (*Provisioning, e
 	if err != nil {
 		return nil, err
 	}
-	return c.describePlan(ctx, plan, pods), nil
+	return c.describePlan(ctx, plan, pods)
 }
 
 // plan runs the planner over the pending pods (only over only, when set).
@@ -187,14 +187,18 @@ func (c *Cluster) PendingPods(schedulerNames []string) []*corev1.Pod {
 
 func podName(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
 
-func (c *Cluster) describePlan(ctx context.Context, plan *simulation.Plan, pods []*corev1.Pod) *Provisioning {
+func (c *Cluster) describePlan(ctx context.Context, plan *simulation.Plan, pods []*corev1.Pod) (*Provisioning, error) {
 	out := &Provisioning{}
 	byUID := map[types.UID]*corev1.Pod{}
 	for _, p := range pods {
 		byUID[p.UID] = p
 	}
 	for _, planned := range plan.NewNodeClaims {
-		out.NewNodeClaims = append(out.NewNodeClaims, c.describeNodeClaim(ctx, planned.NodeClaim, planned.Pods))
+		nc, err := c.describeNodeClaim(ctx, planned.NodeClaim, planned.Pods)
+		if err != nil {
+			return nil, err
+		}
+		out.NewNodeClaims = append(out.NewNodeClaims, nc)
 	}
 	for uid, target := range plan.InFlight {
 		if p := byUID[uid]; p != nil {
@@ -208,11 +212,11 @@ func (c *Cluster) describePlan(ctx context.Context, plan *simulation.Plan, pods 
 	}
 	slices.SortFunc(out.Placed, func(a, b Placement) int { return strings.Compare(a.Pod, b.Pod) })
 	slices.SortFunc(out.Pending, func(a, b Pending) int { return strings.Compare(a.Pod, b.Pod) })
-	return out
+	return out, nil
 }
 
 // describeNodeClaim summarises an unsaved NodeClaim and the pods it is for.
-func (c *Cluster) describeNodeClaim(ctx context.Context, nc *karpv1.NodeClaim, pods []*corev1.Pod) NodeClaim {
+func (c *Cluster) describeNodeClaim(ctx context.Context, nc *karpv1.NodeClaim, pods []*corev1.Pod) (NodeClaim, error) {
 	out := NodeClaim{NodePool: nc.Labels[karpv1.NodePoolLabelKey]}
 	for _, r := range nc.Spec.Requirements {
 		if r.Operator != corev1.NodeSelectorOpIn {
@@ -227,14 +231,16 @@ func (c *Cluster) describeNodeClaim(ctx context.Context, nc *karpv1.NodeClaim, p
 			out.CapacityTypes = sortedCopy(r.Values)
 		}
 	}
-	if o, ok := c.ExpectedOffering(ctx, nc); ok {
+	if o, ok, err := c.ExpectedOffering(ctx, nc); err != nil {
+		return NodeClaim{}, err
+	} else if ok {
 		out.Launch = &o
 	}
 	for _, p := range pods {
 		out.Pods = append(out.Pods, podName(p))
 	}
 	slices.Sort(out.Pods)
-	return out
+	return out, nil
 }
 
 func sortedCopy(values []string) []string {

@@ -45,7 +45,11 @@ func newCostCommand(cluster *clusterFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rep := &costReport{Lines: c.Costs(cmd.Context())}
+			lines, err := c.Costs(cmd.Context())
+			if err != nil {
+				return err
+			}
+			rep := &costReport{Lines: lines}
 			for _, l := range rep.Lines {
 				rep.Total += l.PerHour
 			}
