@@ -318,8 +318,9 @@ func TestExplainNodePDB(t *testing.T) {
 	}
 }
 
-// TestCostSumsLaunchedPrices: cost's total is the sum of the NodeClaims' launched prices (the
-// kwok catalog's price of each one's instance type, zone and capacity type).
+// TestCostSumsLaunchedPrices: cost's total, and the sum of joinery-controller's
+// joinery_nodepool_cost_per_hour, is the sum of the NodeClaims' launched prices (the kwok
+// catalog's price of each one's instance type, zone and capacity type).
 func TestCostSumsLaunchedPrices(t *testing.T) {
 	ns := env.Namespace(t)
 	group := framework.UniqueName("cost")
@@ -380,6 +381,16 @@ func TestCostSumsLaunchedPrices(t *testing.T) {
 		}
 		if math.Abs(report.Total-want) > 1e-9 {
 			return false, fmt.Errorf("cost total %.4f, launched NodeClaims sum %.4f", report.Total, want)
+		}
+		if env.Local() {
+			// joinery-controller exports the same numbers (every 30 s).
+			metric, err := env.ControllerMetric(ctx, "joinery_nodepool_cost_per_hour")
+			if err != nil {
+				return false, err
+			}
+			if math.Abs(metric-want) > 1e-9 {
+				return false, fmt.Errorf("joinery_nodepool_cost_per_hour sums to %.4f, launched NodeClaims to %.4f", metric, want)
+			}
 		}
 		return true, nil
 	})
