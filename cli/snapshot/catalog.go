@@ -133,22 +133,18 @@ func sameRef(a, b *karpv1.NodeClassReference) bool {
 
 // InstanceTypes is the snapshot's catalog as a cloud provider's instance-type source
 // (solver.InstanceTypeSource): each NodePool gets the types recorded for it, a NodePool the
-// snapshot did not see gets those of the first NodePool with the same node class.
+// snapshot did not see (or whose node class a change replaced) those recorded for its node
+// class.
 type InstanceTypes struct {
-	byNodePool map[string][]*cloudprovider.InstanceType
-	catalogs   []Catalog
-	built      [][]*cloudprovider.InstanceType
+	catalogs []Catalog
+	built    [][]*cloudprovider.InstanceType
 }
 
 // Catalog returns the snapshot's instance-type source.
 func (s *Snapshot) Catalog() *InstanceTypes {
-	src := &InstanceTypes{byNodePool: map[string][]*cloudprovider.InstanceType{}, catalogs: s.Catalogs}
+	src := &InstanceTypes{catalogs: s.Catalogs}
 	for _, c := range s.Catalogs {
-		its := Build(c.InstanceTypes)
-		src.built = append(src.built, its)
-		for _, np := range c.NodePools {
-			src.byNodePool[np] = its
-		}
+		src.built = append(src.built, Build(c.InstanceTypes))
 	}
 	return src
 }
@@ -169,10 +165,13 @@ func (s *InstanceTypes) GetInstanceTypes(_ context.Context, nodePool *karpv1.Nod
 		}
 		return all, nil
 	}
-	if its, ok := s.byNodePool[nodePool.Name]; ok {
-		return slices.Clone(its), nil
-	}
 	ref := nodePool.Spec.Template.Spec.NodeClassRef
+	// The NodePool's own catalog, unless a change moved it to another node class.
+	for i, c := range s.catalogs {
+		if slices.Contains(c.NodePools, nodePool.Name) && sameRef(c.NodeClassRef, ref) {
+			return slices.Clone(s.built[i]), nil
+		}
+	}
 	for i, c := range s.catalogs {
 		if sameRef(c.NodeClassRef, ref) {
 			return slices.Clone(s.built[i]), nil

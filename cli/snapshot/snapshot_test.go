@@ -109,3 +109,23 @@ func allocatableCPU(list corev1.ResourceList) *resource.Quantity {
 	q := list[corev1.ResourceCPU]
 	return &q
 }
+
+// TestCatalogByNodeClass: a NodePool the snapshot did not see gets the catalog of its node
+// class; one whose node class has no catalog is refused, naming the class.
+func TestCatalogByNodeClass(t *testing.T) {
+	s, err := snapshot.ReadFile(fixtures.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := s.Catalog()
+	pool := s.NodePools[0].DeepCopy()
+	pool.Name = "added"
+	its, err := src.GetInstanceTypes(context.Background(), pool)
+	if err != nil || len(its) != len(fixtures.InstanceTypes) {
+		t.Fatalf("a new NodePool on a recorded class: %d types, %v; want %d", len(its), err, len(fixtures.InstanceTypes))
+	}
+	pool.Spec.Template.Spec.NodeClassRef.Name = "elsewhere"
+	if _, err := src.GetInstanceTypes(context.Background(), pool); err == nil || !strings.Contains(err.Error(), "KWOKNodeClass elsewhere") {
+		t.Errorf("a NodePool on an unrecorded class: %v, want an error naming it", err)
+	}
+}
