@@ -56,16 +56,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func newRootCommand() *cobra.Command {
-	name := "joinery"
-	if strings.HasPrefix(filepath.Base(os.Args[0]), "kubectl-") {
-		name = "kubectl joinery"
-	}
 	root := &cobra.Command{
-		Use:           name,
+		Use:           "joinery",
 		Short:         "Snapshot a cluster, try changes offline, explain joinery's decisions and costs",
 		Version:       version.String("joinery"),
 		SilenceUsage:  true,
 		SilenceErrors: true,
+	}
+	if strings.HasPrefix(filepath.Base(os.Args[0]), "kubectl-") {
+		// Installed as a kubectl plugin: help says `kubectl joinery ...`.
+		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl joinery"}
 	}
 	cluster := &clusterFlags{}
 	cluster.bind(root)
