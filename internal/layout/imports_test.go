@@ -117,8 +117,8 @@ var exceptions = []exception{
 	{from: "cloudprovider/kwok/...", to: "apis/aws/v1", why: "the kwok provider's catalog imitates EC2 and labels its instance types with EC2's well-known label keys"},
 	{from: "cloudprovider/kwok/catalog/gen", to: "cloudprovider/aws/catalogdata", why: "the kwok catalog's generator (a build-time command) takes EC2's published facts (Neuron types, network bandwidth) from the AWS provider's data; the kwok provider embeds the generated catalog.json and imports neither"},
 	{from: "cloudprovider/kwok/catalog/gen", to: "cloudprovider/aws/instancetype", why: "the kwok catalog's generator gives its types the pod-eni branch interfaces the AWS provider derives, from the same table"},
-	{from: "plugin", to: "internal/featuregates", why: "Karpenter's feature gates are one table both binaries parse; plugin.Options carries the parsed gates"},
 	{from: "plugin/integration/provisioning", to: "apis/aws/v1", why: "asks for a kwok reservation by EC2's reservation label key, which the kwok provider uses (above)"},
+	{from: "plugin/...", to: "internal/featuregates", why: "Karpenter's feature gates reach the plugin and its planner as plugin.Options.FeatureGates (FEATURE_GATES); the package only parses the gate list and has no dependencies"},
 }
 
 // referenceProvider is the provider neutral packages' tests may run on: kwok launches in-cluster
