@@ -257,13 +257,16 @@ type disruptionSetup struct {
 }
 
 func (c *Cluster) disruptionSetup(ctx context.Context, opts Options) (*disruptionSetup, error) {
-	profile, _, err := opts.profile()
+	profile, args, err := opts.profile()
 	if err != nil {
 		return nil, err
 	}
 	factory := informers.NewSharedInformerFactory(c.ClientSet, 0)
+	// The controller simulates with the scheduler's policies (its --preference-policy and
+	// --min-values-policy mirror the Provisioner's args).
 	sim, err := disruption.NewSimulation(ctx, disruption.SimulationOptions{
 		Profile: profile, InstanceTypes: c.Catalog, Client: c.ClientSet, InformerFactory: factory, Offerings: c,
+		PreferencePolicy: args.PreferencePolicy, MinValuesPolicy: args.MinValuesPolicy,
 	})
 	if err != nil {
 		return nil, err

@@ -21,6 +21,7 @@ import (
 	"github.com/joinery-dev/joinery/controller/state"
 	"github.com/joinery-dev/joinery/internal/featuregates"
 	"github.com/joinery-dev/joinery/simulation"
+	"github.com/joinery-dev/joinery/simulation/solver"
 )
 
 // disruptionOptions are the disruption controllers' flags.
@@ -66,20 +67,22 @@ func (s *disruptionSimulation) build(cp cloudprovider.CloudProvider) error {
 		return fmt.Errorf("building the simulation's clientset: %w", err)
 	}
 	factory := informers.NewSharedInformerFactory(clientset, 0)
+	view := &disruption.View{}
+	solv, err := solver.New(s.ctx, solver.Options{
+		State:         view,
+		InstanceTypes: cp,
+		Profile:       profile,
+		Framework:     simulation.FrameworkOptions{Client: clientset, InformerFactory: factory},
+		Unavailable:   view.Unavailable,
+	})
+	if err != nil {
+		return fmt.Errorf("building the disruption simulation: %w", err)
+	}
+	factory.Start(s.ctx.Done())
 	// Replacements skip the offerings the lifecycle controller recorded as exhausted, as the
 	// scheduler's Provisioner does.
 	unavailable := state.NewUnavailableOfferings(s.mgr.GetClient(), s.mgr.GetAPIReader(), s.namespace, clock.RealClock{})
-	s.simulator, err = disruption.NewSimulation(s.ctx, disruption.SimulationOptions{
-		Profile:         profile,
-		InstanceTypes:   cp,
-		Client:          clientset,
-		InformerFactory: factory,
-		Offerings:       unavailable,
-	})
-	if err != nil {
-		return err
-	}
-	factory.Start(s.ctx.Done())
+	s.simulator = disruption.NewSolverSimulator(solv, view, unavailable)
 	// Forceful methods launch capacity for the pods of the node they remove at once.
 	s.preplan = &disruption.Preplanner{Client: s.mgr.GetClient(), Simulator: s.simulator}
 	s.factory = factory

@@ -24,7 +24,6 @@ import (
 	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/cloudprovider/aws"
 	"github.com/joinery-dev/joinery/cloudprovider/kwok"
-	"github.com/joinery-dev/joinery/controller/cost"
 	"github.com/joinery-dev/joinery/controller/disruption"
 	"github.com/joinery-dev/joinery/controller/nodeclaim"
 	"github.com/joinery-dev/joinery/controller/nodeclaim/garbagecollection"
@@ -142,6 +141,9 @@ func run(opts options) error {
 	if err := nodeclaim.Setup(ctx, mgr, cp, nodeclaim.Options{Namespace: namespace, RegistrationTTL: opts.registrationTTL, InitializationTTL: opts.initializationTTL, GCInterval: opts.gcInterval}); err != nil {
 		return err
 	}
+	if err := setupCost(mgr, cp); err != nil {
+		return err
+	}
 	nodePools, err := nodepool.New(mgr.GetClient(), cp.GetSupportedNodeClasses(), nil)
 	if err != nil {
 		return fmt.Errorf("creating %s: %w", nodepool.Name, err)
@@ -151,10 +153,6 @@ func run(opts options) error {
 	}
 	if err := nodePools.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up %s: %w", nodepool.Name, err)
-	}
-	// The cost per NodePool, the numbers `joinery cost` prints, as metrics.
-	if err := mgr.Add(&cost.Exporter{Client: mgr.GetClient(), InstanceTypes: cp}); err != nil {
-		return fmt.Errorf("setting up %s: %w", cost.Name, err)
 	}
 
 	log.Info("starting", "version", version.Version, "kubernetes", version.KubernetesVersion(), "featureGates", opts.featureGates.String())

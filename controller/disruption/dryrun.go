@@ -26,10 +26,15 @@ type SimulationOptions struct {
 	InformerFactory informers.SharedInformerFactory
 	// Offerings, when not nil, is read before each simulation (UnavailableSource).
 	Offerings UnavailableSource
+	// PreferencePolicy and MinValuesPolicy are joinery-scheduler's (its Provisioner's args);
+	// the solver's defaults when empty.
+	PreferencePolicy solver.PreferencePolicy
+	MinValuesPolicy  solver.MinValuesPolicy
 }
 
-// NewSimulation returns the SolverSimulator over a solver built from opts: the simulation
-// every disruption path of joinery-controller shares, and `joinery simulate` runs offline.
+// NewSimulation returns the SolverSimulator over a solver built from opts, as
+// joinery-controller builds the simulation its disruption paths share; `joinery simulate`
+// runs it offline.
 func NewSimulation(ctx context.Context, opts SimulationOptions) (*SolverSimulator, error) {
 	view := &View{}
 	solv, err := solver.New(ctx, solver.Options{
@@ -38,6 +43,9 @@ func NewSimulation(ctx context.Context, opts SimulationOptions) (*SolverSimulato
 		Profile:       opts.Profile,
 		Framework:     simulation.FrameworkOptions{Client: opts.Client, InformerFactory: opts.InformerFactory},
 		Unavailable:   view.Unavailable,
+
+		PreferencePolicy: opts.PreferencePolicy,
+		MinValuesPolicy:  opts.MinValuesPolicy,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building the disruption simulation: %w", err)
