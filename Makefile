@@ -19,8 +19,8 @@ LDFLAGS := -X github.com/joinery-dev/joinery/internal/version.Version=$(VERSION)
            -X k8s.io/component-base/version.gitTreeState=clean
 
 .PHONY: build
-build: ## Build joinery-scheduler, joinery-controller and the AWS emulator (cmd/awsemulator, for the local cluster) into bin/
-	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/ ./cmd/joinery-scheduler ./cmd/joinery-controller ./cmd/awsemulator
+build: ## Build joinery-scheduler, joinery-controller, the joinery CLI and the AWS emulator (cmd/awsemulator, for the local cluster) into bin/
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/ ./cmd/joinery-scheduler ./cmd/joinery-controller ./cmd/joinery ./cmd/awsemulator
 
 .PHONY: tools
 tools: ## Build etcd, kube-apiserver, kube-controller-manager and kwok from go.mod into .local/bin (once; rebuilt when go.mod changes)

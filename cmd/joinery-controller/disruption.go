@@ -125,12 +125,7 @@ func setupDisruption(mgr ctrl.Manager, cp cloudprovider.CloudProvider, sim *disr
 		}
 	}
 	consolidation := disruption.Consolidation{Simulator: sim.simulator, InstanceTypes: cp, SpotToSpot: gates.Enabled(featuregates.SpotToSpotConsolidation)}
-	methods := []disruption.Method{
-		&disruption.Drift{Simulator: sim.simulator},
-		&disruption.Emptiness{},
-		&disruption.MultiNodeConsolidation{Consolidation: consolidation},
-		&disruption.SingleNodeConsolidation{Consolidation: consolidation},
-	}
+	methods := disruption.GracefulMethods(consolidation)
 	volatileRequests, err := setupVolatileRequests(mgr, sim)
 	if err != nil {
 		return err

@@ -191,6 +191,9 @@ func run(opts options) error {
 	if err := nodeclaim.Setup(ctx, mgr, cp, nodeclaim.Options{Namespace: namespace, RegistrationTTL: opts.registrationTTL, InitializationTTL: opts.initializationTTL, GCInterval: opts.gcInterval}); err != nil {
 		return err
 	}
+	if err := setupCost(mgr, cp); err != nil {
+		return err
+	}
 	nodePools, err := nodepool.New(mgr.GetClient(), cp.GetSupportedNodeClasses(), nil)
 	if err != nil {
 		return fmt.Errorf("creating %s: %w", nodepool.Name, err)

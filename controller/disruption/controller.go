@@ -208,32 +208,11 @@ func (c *Controller) compute(ctx context.Context, cluster *Cluster, m Method, no
 	defer func() {
 		evaluationDuration.WithLabelValues(m.Name(), consolidationTypeOf(m)).Observe(time.Since(start).Seconds())
 	}()
-	cands, blocked := cluster.Candidates(m.Reason())
-	var mine []*Candidate
-	for _, cand := range cands {
-		if m.ShouldDisrupt(cand) {
-			mine = append(mine, cand)
-		}
-	}
-	_, unconsolidatable := m.(interface{ unconsolidatable() bool })
-	for _, b := range blocked {
-		c.pub.blocked(b)
-		// A node consolidation would otherwise consider is also Unconsolidatable, with the
-		// pod and reason that hold it.
-		if unconsolidatable && consolidatable(b.NodeClaim, cluster.NodePoolOf(b.NodeClaim)) {
-			c.pub.blocked(Blocked{NodeClaim: b.NodeClaim, Node: b.Node, Reason: EventUnconsolidatable,
-				Message: strings.TrimPrefix(b.Message, "Cannot disrupt Node: ")})
-		}
-	}
-	eligibleNodes.WithLabelValues(MetricReason(m.Reason())).Set(float64(len(mine)))
-	if len(mine) == 0 {
-		return nil, nil
-	}
-	allowed, _ := cluster.Allowed(m.Reason(), now)
-	cmd, passed, err := m.ComputeCommand(ctx, cluster, allowed, mine)
-	for _, b := range passed {
+	cmd, res, err := computeMethod(ctx, cluster, m, now)
+	for _, b := range res.Blocked {
 		c.pub.blocked(b)
 	}
+	eligibleNodes.WithLabelValues(MetricReason(m.Reason())).Set(float64(res.Eligible))
 	return cmd, err
 }
 

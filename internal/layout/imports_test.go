@@ -25,6 +25,7 @@ const (
 	roomProvider      = "provider"      // cloudprovider/<provider>/...
 	roomPlugin        = "plugin"        // plugin/...
 	roomController    = "controller"    // controller/...
+	roomCLI           = "cli"           // cli/...: the joinery CLI's engine over snapshots (simulate, explain, cost)
 	roomCmd           = "cmd"           // cmd/...: the binaries' wiring
 	roomTooling       = "tooling"       // internal/..., hack/..., e2e/..., test/...: shared infrastructure and suites
 )
@@ -43,7 +44,7 @@ type place struct {
 
 func (p place) neutral() bool {
 	switch p.room {
-	case roomAPIs, roomScheduling, roomSimulation, roomCloudProvider, roomPlugin, roomController:
+	case roomAPIs, roomScheduling, roomSimulation, roomCloudProvider, roomPlugin, roomController, roomCLI:
 		return true
 	}
 	return false
@@ -78,6 +79,8 @@ func classify(rel string) (place, bool) {
 		return place{room: roomPlugin}, true
 	case "controller":
 		return place{room: roomController}, true
+	case "cli":
+		return place{room: roomCLI}, true
 	case "cmd":
 		return place{room: roomCmd}, true
 	case "internal", "hack", "e2e", "test":
@@ -97,6 +100,9 @@ var oneWay = map[string][]string{
 	roomSimulation:    {roomAPIs, roomScheduling, roomCloudProvider, roomSimulation},
 	roomPlugin:        {roomAPIs, roomScheduling, roomCloudProvider, roomSimulation, roomPlugin},
 	roomController:    {roomAPIs, roomScheduling, roomCloudProvider, roomSimulation, roomController},
+	// The CLI runs both binaries' engines offline, so it alone may use plugin and controller
+	// together; it stays neutral (cmd/joinery hands it the provider).
+	roomCLI: {roomAPIs, roomScheduling, roomCloudProvider, roomSimulation, roomPlugin, roomController, roomCLI},
 }
 
 // exception is an import the rules would refuse but the layout keeps on purpose.

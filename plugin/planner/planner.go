@@ -45,6 +45,9 @@ type Config struct {
 	// UnavailableOfferingsNamespace holds the unavailable-offerings ConfigMap;
 	// DefaultUnavailableOfferingsNamespace when empty.
 	UnavailableOfferingsNamespace string
+	// Now is the clock the unavailable-offerings record is read at; time.Now when nil. An
+	// offline simulation reads a snapshot's record at the snapshot's time.
+	Now func() time.Time
 }
 
 // New builds the solver for one scheduler profile. It is a plugin.PlannerFactory.
@@ -97,7 +100,11 @@ func (c *Config) New(ctx context.Context, opts plugin.PlannerOptions) (simulatio
 	// before its health server is up, and on a large cluster the sync outlasts the liveness
 	// probe. The plugin waits (WaitForCacheSync) before its first batch instead.
 	factory.Start(ctx.Done())
-	return &refreshingPlanner{planner: s, unavailable: unavailable, factory: factory, overlaysSynced: overlaysSynced}, nil
+	now := c.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &refreshingPlanner{planner: s, unavailable: unavailable, factory: factory, overlaysSynced: overlaysSynced, now: now}, nil
 }
 
 // cmpReader returns the first reader that is set.
@@ -127,6 +134,7 @@ type refreshingPlanner struct {
 	factory     informers.SharedInformerFactory
 	// overlaysSynced reports whether the NodeOverlay informer has synced (true without one).
 	overlaysSynced func() bool
+	now            func() time.Time
 }
 
 // WaitForCacheSync waits until the informers the solver reads have synced; false when ctx
@@ -142,8 +150,28 @@ func (p *refreshingPlanner) WaitForCacheSync(ctx context.Context) bool {
 }
 
 func (p *refreshingPlanner) Plan(ctx context.Context, pods []*corev1.Pod) (*simulation.Plan, error) {
-	if err := p.unavailable.refresh(ctx, time.Now()); err != nil {
+	if err := p.unavailable.refresh(ctx, p.now()); err != nil {
 		return nil, err
 	}
 	return p.planner.Plan(ctx, pods)
+}
+
+// disruptionPlanner is the solver's entry point that tries the cluster's nodes first.
+type disruptionPlanner interface {
+	PlanDisruption(ctx context.Context, pods []*corev1.Pod) (*simulation.Plan, error)
+}
+
+// PlanDisruption runs the solver's PlanDisruption after the same refresh as Plan: each pod is
+// first tried on the cluster's nodes with the real Filters, as kube-scheduler places a pod
+// before the Provisioner ever sees it, then planned as Plan plans it. joinery's offline
+// what-if simulation plans a snapshot's pending pods this way, with this very planner.
+func (p *refreshingPlanner) PlanDisruption(ctx context.Context, pods []*corev1.Pod) (*simulation.Plan, error) {
+	dp, ok := p.planner.(disruptionPlanner)
+	if !ok {
+		return nil, errors.New("the planner cannot try existing nodes first")
+	}
+	if err := p.unavailable.refresh(ctx, p.now()); err != nil {
+		return nil, err
+	}
+	return dp.PlanDisruption(ctx, pods)
 }

@@ -1,0 +1,322 @@
+package whatif
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/controller/disruption"
+	"github.com/joinery-dev/joinery/scheduling"
+	"github.com/joinery-dev/joinery/simulation"
+)
+
+// PoolVerdict is why a NodePool can or cannot serve a pod.
+type PoolVerdict struct {
+	NodePool string `json:"nodePool"`
+	// Verdict is the solver's reason for this NodePool, or what it decided.
+	Verdict string `json:"verdict"`
+	// InstanceTypes counts the NodePool's instance types left after each step: all of them,
+	// those compatible with the NodePool's and the pod's requirements, and those of these
+	// whose allocatable holds the pod's requests.
+	InstanceTypes     int `json:"instanceTypes"`
+	Compatible        int `json:"compatible"`
+	HoldsPodsRequests int `json:"holdPodRequests"`
+}
+
+// PodExplanation says where a pod is, or why it is pending and what joinery would do.
+type PodExplanation struct {
+	Pod string `json:"pod"`
+	// State is bound, pending, or not joinery's (another scheduler's pod).
+	State string `json:"state"`
+	Node  string `json:"node,omitempty"`
+	// PlannedOnto is the launching NodeClaim the cluster already planned the pod onto.
+	PlannedOnto string `json:"plannedOnto,omitempty"`
+	// Decision is what planning the pending pods now does with this pod.
+	Decision  string        `json:"decision,omitempty"`
+	NewClaim  *NodeClaim    `json:"newNodeClaim,omitempty"`
+	NodePools []PoolVerdict `json:"nodePools,omitempty"`
+}
+
+// ExplainPod explains the pod namespace/name.
+func (c *Cluster) ExplainPod(ctx context.Context, opts Options, namespace, name string) (*PodExplanation, error) {
+	var pod *corev1.Pod
+	for i := range c.Snapshot.Pods {
+		if p := &c.Snapshot.Pods[i]; p.Namespace == namespace && p.Name == name {
+			pod = p
+		}
+	}
+	if pod == nil {
+		return nil, fmt.Errorf("pod %s/%s not found", namespace, name)
+	}
+	out := &PodExplanation{Pod: podName(pod)}
+	if pod.Spec.NodeName != "" {
+		out.State, out.Node = "bound", pod.Spec.NodeName
+		return out, nil
+	}
+	_, args, err := opts.profile()
+	if err != nil {
+		return nil, err
+	}
+	if !slices.ContainsFunc(c.PendingPods(args.SchedulerNames), func(p *corev1.Pod) bool { return p.UID == pod.UID }) {
+		out.State = fmt.Sprintf("not provisioned by joinery (schedulerName %q, phase %s, scheduling gates %d; joinery provisions for %v)",
+			pod.Spec.SchedulerName, pod.Status.Phase, len(pod.Spec.SchedulingGates), args.SchedulerNames)
+		return out, nil
+	}
+	out.State = "pending"
+	for i := range c.Snapshot.NodeClaims {
+		nc := &c.Snapshot.NodeClaims[i]
+		if nc.Status.NodeName == "" && slices.Contains(simulation.PlannedPods(nc), pod.UID) {
+			out.PlannedOnto = nc.Name
+		}
+	}
+	// All pending pods are planned together, as one batch of the scheduler would be.
+	plan, pods, err := c.plan(ctx, opts, nil)
+	if err != nil {
+		return nil, err
+	}
+	prov, err := c.describePlan(ctx, plan, pods)
+	if err != nil {
+		return nil, err
+	}
+	verdicts := map[string]string{}
+	for _, pl := range prov.Placed {
+		if pl.Pod == out.Pod {
+			out.Decision = "fits existing or launching capacity: " + pl.Target
+		}
+	}
+	for i, nc := range prov.NewNodeClaims {
+		if slices.Contains(nc.Pods, out.Pod) {
+			out.Decision = fmt.Sprintf("a new NodeClaim of nodepool %s", nc.NodePool)
+			out.NewClaim = &prov.NewNodeClaims[i]
+			verdicts[nc.NodePool] = "serves the pod: a new NodeClaim"
+		}
+	}
+	for _, pe := range prov.Pending {
+		if pe.Pod == out.Pod {
+			out.Decision = "stays pending"
+			for pool, why := range splitReasons(pe.Reason) {
+				verdicts[pool] = why
+			}
+		}
+	}
+	out.NodePools = c.poolVerdicts(ctx, pod, verdicts)
+	return out, nil
+}
+
+// splitReasons splits the solver's "no NodePool fits: nodepool "a": ...; nodepool "b": ..."
+// into a reason per NodePool.
+func splitReasons(reason string) map[string]string {
+	out := map[string]string{}
+	rest := strings.TrimPrefix(reason, "no NodePool fits: ")
+	for _, part := range strings.Split(rest, "; nodepool ") {
+		part = strings.TrimPrefix(part, "nodepool ")
+		if !strings.HasPrefix(part, `"`) {
+			out[""] = strings.TrimSpace(part)
+			continue
+		}
+		name, why, ok := strings.Cut(part[1:], `"`)
+		if !ok {
+			continue
+		}
+		out[name] = strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(why, ":"), " "))
+	}
+	return out
+}
+
+// poolVerdicts lists every NodePool with its verdict and the instance types each of its
+// steps leaves.
+func (c *Cluster) poolVerdicts(ctx context.Context, pod *corev1.Pod, verdicts map[string]string) []PoolVerdict {
+	requests := scheduling.PodRequests(pod)
+	alternatives := scheduling.PodRequirementAlternatives(pod)
+	var out []PoolVerdict
+	for i := range c.Snapshot.NodePools {
+		np := &c.Snapshot.NodePools[i]
+		v := PoolVerdict{NodePool: np.Name, Verdict: verdicts[np.Name]}
+		if v.Verdict == "" {
+			v.Verdict = "no reason recorded: the solver names NodePools only for pods it cannot place (it tries them by weight, then name)"
+		}
+		poolReqs := scheduling.FromNodeSelectorRequirementsWithMinValues(np.Spec.Template.Spec.Requirements...)
+		poolReqs.Add(scheduling.NewRequirement(karpv1.NodePoolLabelKey, corev1.NodeSelectorOpIn, np.Name))
+		for k, val := range np.Spec.Template.ObjectMeta.Labels {
+			poolReqs.Add(scheduling.NewRequirement(k, corev1.NodeSelectorOpIn, val))
+		}
+		its, err := c.Catalog.GetInstanceTypes(ctx, np)
+		if err != nil {
+			v.Verdict = err.Error()
+		}
+		v.InstanceTypes = len(its)
+		for _, it := range its {
+			if !slices.ContainsFunc(alternatives, func(alt scheduling.Requirements) bool {
+				merged := poolReqs.Clone()
+				if poolReqs.Compatible(alt, scheduling.WellKnownLabels) != nil {
+					return false
+				}
+				for _, r := range alt {
+					merged.Add(r)
+				}
+				return it.CompatibleWith(merged)
+			}) {
+				continue
+			}
+			v.Compatible++
+			if scheduling.Fits(requests, it.Allocatable()) == nil {
+				v.HoldsPodsRequests++
+			}
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// Check is one condition of a node's disruption.
+type Check struct {
+	Check  string `json:"check"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
+}
+
+// NodeExplanation says why a node is or is not a disruption candidate.
+type NodeExplanation struct {
+	Node      string    `json:"node"`
+	NodeClaim string    `json:"nodeClaim,omitempty"`
+	NodePool  string    `json:"nodePool,omitempty"`
+	Offering  *Offering `json:"offering,omitempty"`
+	Checks    []Check   `json:"checks"`
+	// Verdict is what the next disruption pass does with the node.
+	Verdict string `json:"verdict"`
+}
+
+// ExplainNode explains node name's disruption: the controller's candidate checks per reason,
+// its budgets, consolidateAfter, and the methods' own simulation of it alone.
+func (c *Cluster) ExplainNode(ctx context.Context, opts Options, name string) (*NodeExplanation, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	setup, err := c.disruptionSetup(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	cl := setup.cluster
+	if cl.Nodes[name] == nil {
+		return nil, fmt.Errorf("node %s not found", name)
+	}
+	out := &NodeExplanation{Node: name}
+	var nc *karpv1.NodeClaim
+	for _, claim := range cl.NodeClaims {
+		if n := cl.NodeOf[claim.Name]; n != nil && n.Name == name {
+			nc = claim
+		}
+	}
+	add := func(check string, ok bool, format string, args ...any) {
+		out.Checks = append(out.Checks, Check{Check: check, OK: ok, Detail: fmt.Sprintf(format, args...)})
+	}
+	if nc == nil {
+		add("managed", false, "no NodeClaim owns the node: joinery does not disrupt it")
+		out.Verdict = "not a candidate"
+		return out, nil
+	}
+	out.NodeClaim = nc.Name
+	if o, ok, err := c.LaunchedOffering(ctx, nc, cl.Nodes[name]); err != nil {
+		return nil, err
+	} else if ok {
+		out.Offering = &o
+	}
+	np := cl.NodePoolOf(nc)
+	if np == nil {
+		add("nodepool", false, "standalone NodeClaim or its NodePool is gone: not disrupted voluntarily")
+		out.Verdict = "not a candidate"
+		return out, nil
+	}
+	out.NodePool = np.Name
+	add("initialized", meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeInitialized), "NodeClaim condition Initialized")
+	add("not deleting", nc.DeletionTimestamp == nil && cl.Nodes[name].DeletionTimestamp == nil, "neither the NodeClaim nor the Node is being deleted")
+
+	reasons := []string{karpv1.DisruptionReasonDrifted, karpv1.DisruptionReasonEmpty, karpv1.DisruptionReasonUnderutilized}
+	cands := map[string]*disruption.Candidate{}
+	for _, reason := range reasons {
+		cs, blocked := cl.Candidates(reason)
+		for _, b := range blocked {
+			if b.NodeClaim.Name == nc.Name {
+				add("pods and annotations ("+reason+")", false, "%s", strings.TrimPrefix(b.Message, "Cannot disrupt Node: "))
+			}
+		}
+		for _, cand := range cs {
+			if cand.Name() == nc.Name {
+				cands[reason] = cand
+			}
+		}
+	}
+	if len(cands) == len(reasons) {
+		add("pods and annotations", true, "no do-not-disrupt annotation, every PDB of its pods allows an eviction")
+	}
+	policy := np.Spec.Disruption.ConsolidationPolicy
+	add("consolidationPolicy", policy == karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized, "%s (underused nodes are consolidated only with WhenEmptyOrUnderutilized)", policy)
+	consolidatable := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeConsolidatable)
+	add("consolidateAfter", consolidatable != nil && consolidatable.Status == "True", "consolidateAfter %s; condition Consolidatable %s", durationString(np), condString(consolidatable))
+	drifted := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeDrifted)
+	add("drifted", drifted != nil && drifted.Status == "True", "condition Drifted %s", condString(drifted))
+	for _, reason := range reasons {
+		allowed, errs := cl.Allowed(reason, c.Now)
+		detail := fmt.Sprintf("nodepool %s allows %d more disruption(s) for %s", np.Name, allowed[np.Name], reason)
+		if err := errs[np.Name]; err != nil {
+			detail += ": " + err.Error()
+		}
+		add("budget "+reason, allowed[np.Name] > 0, "%s", detail)
+	}
+
+	// The methods' own decision over this node alone.
+	for _, m := range setup.methods {
+		cand := cands[m.Reason()]
+		if cand == nil || !m.ShouldDisrupt(cand) {
+			continue
+		}
+		if _, multi := m.(*disruption.MultiNodeConsolidation); multi {
+			continue // a set of one is single-node consolidation's
+		}
+		allowed, _ := cl.Allowed(m.Reason(), c.Now)
+		cmd, blocked, err := m.ComputeCommand(ctx, cl, allowed, []*disruption.Candidate{cand})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", m.Name(), err)
+		}
+		if cmd != nil {
+			var moves []string
+			for _, p := range cand.Pods {
+				moves = append(moves, fmt.Sprintf("%s/%s→%s", p.Namespace, p.Name, cmd.Destinations[p.UID]))
+			}
+			slices.Sort(moves)
+			detail := fmt.Sprintf("%s: %s", cmd.Decision(), strings.Join(moves, ", "))
+			if len(cmd.Replacements) > 0 {
+				detail += fmt.Sprintf(" (%d replacement(s))", len(cmd.Replacements))
+			}
+			add("simulation "+m.Name(), true, "%s", detail)
+			if out.Verdict == "" {
+				out.Verdict = fmt.Sprintf("disrupted by %s (%s)", m.Name(), cmd.Decision())
+			}
+			continue
+		}
+		for _, b := range blocked {
+			add("simulation "+m.Name(), false, "%s", strings.TrimPrefix(b.Message, "Cannot disrupt Node: "))
+		}
+	}
+	if out.Verdict == "" {
+		out.Verdict = "not disrupted"
+	}
+	return out, nil
+}
+
+func durationString(np *karpv1.NodePool) string {
+	return np.Spec.Disruption.ConsolidateAfter.String()
+}
+
+// condString is a condition's status and reason, or "absent".
+func condString(cond *metav1.Condition) string {
+	if cond == nil {
+		return "absent"
+	}
+	return fmt.Sprintf("%s (%s)", cond.Status, cond.Reason)
+}

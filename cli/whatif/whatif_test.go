@@ -1,0 +1,162 @@
+package whatif_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/joinery-dev/joinery/cli/fixtures"
+	"github.com/joinery-dev/joinery/cli/snapshot"
+	"github.com/joinery-dev/joinery/cli/whatif"
+)
+
+func read(t *testing.T) *snapshot.Snapshot {
+	t.Helper()
+	s, err := snapshot.ReadFile(fixtures.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestApply: workloads become their pods (scaled up and down), objects replace those of the
+// same name (a NodePool keeps its status), and kinds a simulation cannot use are refused.
+func TestApply(t *testing.T) {
+	tests := []struct {
+		name    string
+		yaml    string
+		check   func(t *testing.T, s *snapshot.Snapshot)
+		wantErr string
+	}{
+		{
+			name: "deployment scaled up adds pending pods of one owner",
+			yaml: `{apiVersion: apps/v1, kind: Deployment, metadata: {name: api}, spec: {replicas: 3, selector: {matchLabels: {app: api}},
+  template: {metadata: {labels: {app: api}}, spec: {schedulerName: joinery, containers: [{name: a, image: a}]}}}}`,
+			check: func(t *testing.T, s *snapshot.Snapshot) {
+				owners := map[string]int{}
+				for _, p := range s.Pods {
+					if p.Labels["app"] == "api" {
+						if p.Spec.NodeName != "" || p.Status.Phase != "Pending" || p.UID == "" {
+							t.Errorf("pod %s is not a pending pod with a UID", p.Name)
+						}
+						owners[string(p.OwnerReferences[0].UID)]++
+					}
+				}
+				if len(owners) != 1 || owners["whatif-ReplicaSet-default/api"] != 3 {
+					t.Errorf("api pods by owner %v, want 3 of one ReplicaSet", owners)
+				}
+			},
+		},
+		{
+			name: "replicaset scaled down removes pending pods first",
+			yaml: `{apiVersion: apps/v1, kind: ReplicaSet, metadata: {name: inflate-5d8f}, spec: {replicas: 1, selector: {matchLabels: {app: inflate}},
+  template: {metadata: {labels: {app: inflate}}, spec: {containers: [{name: a, image: a}]}}}}`,
+			check: func(t *testing.T, s *snapshot.Snapshot) {
+				var left []string
+				for _, p := range s.Pods {
+					if p.Labels["app"] == "inflate" {
+						left = append(left, p.Name)
+					}
+				}
+				if strings.Join(left, ",") != "inflate-0" {
+					t.Errorf("inflate pods left %v, want [inflate-0]", left)
+				}
+			},
+		},
+		{
+			name: "a changed nodepool keeps its readiness",
+			yaml: `{apiVersion: karpenter.sh/v1, kind: NodePool, metadata: {name: default}, spec: {template: {spec: {nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}}}, limits: {cpu: "1000"}}}`,
+			check: func(t *testing.T, s *snapshot.Snapshot) {
+				for _, np := range s.NodePools {
+					if np.Name == "default" && (len(np.Status.Conditions) == 0 || np.Spec.Limits.Cpu().String() != "1k") {
+						t.Errorf("nodepool default: limits %v, conditions %v", np.Spec.Limits, np.Status.Conditions)
+					}
+				}
+			},
+		},
+		{name: "unknown kind", yaml: `{apiVersion: v1, kind: Service, metadata: {name: web}}`, wantErr: "kind Service cannot be simulated"},
+		{name: "no name", yaml: `{apiVersion: v1, kind: Pod}`, wantErr: "needs apiVersion, kind and metadata.name"},
+		{name: "selector misses the template", yaml: `{apiVersion: apps/v1, kind: Deployment, metadata: {name: x}, spec: {selector: {matchLabels: {app: api}}, template: {metadata: {labels: {app: web}}}}}`,
+			wantErr: "selector does not match"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := read(t)
+			objs, err := whatif.DecodeChanges(strings.NewReader(tt.yaml))
+			if err == nil {
+				err = whatif.Apply(s, objs)
+			}
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, s)
+		})
+	}
+}
+
+// TestSimulateLimits: raising the limit that kept two pods pending plans them onto new
+// NodeClaims of the same NodePool, which the cost after counts.
+func TestSimulateLimits(t *testing.T) {
+	ctx := context.Background()
+	run := func(yaml string) *whatif.Result {
+		s := read(t)
+		if yaml != "" {
+			objs, err := whatif.DecodeChanges(strings.NewReader(yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := whatif.Apply(s, objs); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c, err := whatif.Load(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := c.Simulate(ctx, whatif.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	pendingInflate := func(r *whatif.Result) int {
+		n := 0
+		for _, p := range r.Provisioning.Pending {
+			if strings.HasPrefix(p.Pod, "default/inflate-") {
+				if !strings.Contains(p.Reason, `nodepool "default": limits reached`) {
+					t.Errorf("%s pending for %q, want the limit", p.Pod, p.Reason)
+				}
+				n++
+			}
+		}
+		return n
+	}
+	before := run("")
+	if got := pendingInflate(before); got != 2 {
+		t.Fatalf("%d inflate pods pending before, want 2 (the cpu limit)", got)
+	}
+	after := run(`{apiVersion: karpenter.sh/v1, kind: NodePool, metadata: {name: default}, spec: {template: {spec: {nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default},
+  requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}]}}, limits: {cpu: "100"}, disruption: {consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 0s}}}`)
+	if got := pendingInflate(after); got != 0 {
+		t.Fatalf("%d inflate pods pending after the limit was raised, want 0", got)
+	}
+	var planned []string
+	for _, nc := range after.Provisioning.NewNodeClaims {
+		if nc.NodePool != "default" || nc.Launch == nil {
+			t.Errorf("new NodeClaim %+v: want nodepool default with a launch offering", nc)
+		}
+		planned = append(planned, nc.Pods...)
+	}
+	if got := strings.Join(planned, ","); !strings.Contains(got, "inflate-1") || !strings.Contains(got, "inflate-2") {
+		t.Errorf("new NodeClaims hold %s, want inflate-1 and inflate-2", got)
+	}
+	if !after.Changed() {
+		t.Error("Changed() = false with new NodeClaims")
+	}
+}

@@ -1,0 +1,57 @@
+package cloudprovider
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/scheduling"
+)
+
+// RunningOffering returns the instance type and offering a node with these labels runs on:
+// its instance type, zone and capacity type (and, for reserved capacity, its reservation),
+// the cheapest such offering, available or not. Both are nil when the labels name no
+// instance type or no such offering.
+func (its InstanceTypes) RunningOffering(labels map[string]string) (*InstanceType, *Offering) {
+	name := labels[corev1.LabelInstanceTypeStable]
+	if name == "" {
+		return nil, nil
+	}
+	var bestType *InstanceType
+	var best *Offering
+	for _, it := range its {
+		if it.Name != name {
+			continue
+		}
+		for _, o := range it.Offerings {
+			if o.Zone() != labels[corev1.LabelTopologyZone] || o.CapacityType() != labels[karpv1.CapacityTypeLabelKey] {
+				continue
+			}
+			if id := o.ReservationID(); id != "" && id != labels[ReservationIDLabel] {
+				continue
+			}
+			if best == nil || o.Price < best.Price {
+				bestType, best = it, o
+			}
+		}
+	}
+	return bestType, best
+}
+
+// LaunchOffering returns the instance type and offering a NodeClaim with requirements reqs
+// would most likely launch with: of the available offerings of its compatible instance types
+// that meet reqs, the one Offerings.Preferred picks. Both are nil when none does.
+func (its InstanceTypes) LaunchOffering(reqs scheduling.Requirements) (*InstanceType, *Offering) {
+	var offerings Offerings
+	owner := map[*Offering]*InstanceType{}
+	for _, it := range its.Compatible(reqs) {
+		for _, o := range it.Offerings.Available().Compatible(reqs) {
+			offerings = append(offerings, o)
+			owner[o] = it
+		}
+	}
+	best := offerings.Preferred()
+	if best == nil {
+		return nil, nil
+	}
+	return owner[best], best
+}

@@ -1,0 +1,19 @@
+package main
+
+import (
+	"fmt"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/joinery-dev/joinery/cloudprovider"
+	"github.com/joinery-dev/joinery/controller/cost"
+)
+
+// setupCost exports the cost per NodePool, capacity type and zone as metrics
+// (controller/cost): the numbers `joinery cost` prints.
+func setupCost(mgr ctrl.Manager, cp cloudprovider.CloudProvider) error {
+	if err := mgr.Add(&cost.Exporter{Client: mgr.GetClient(), InstanceTypes: cp}); err != nil {
+		return fmt.Errorf("setting up %s: %w", cost.Name, err)
+	}
+	return nil
+}

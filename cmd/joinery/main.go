@@ -1,0 +1,74 @@
+// Command joinery is joinery's command-line tool (also a kubectl plugin when installed as
+// kubectl-joinery): snapshot a cluster, simulate changes offline with the engine the
+// binaries run, explain why a pod is pending or a node is not disrupted, and show what each
+// NodePool costs.
+//
+// Exit codes: 0 success (simulate: no change), 1 simulate: the cluster would change, 2 error.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
+
+	"github.com/joinery-dev/joinery/internal/version"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitChanged = 1
+	exitError   = 2
+)
+
+// errChanged ends simulate with exitChanged after its output is written.
+var errChanged = errors.New("the cluster would change")
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes the command line and returns the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	// The engine's packages log through klog; a CLI prints its answer, not their progress.
+	klog.SetOutput(io.Discard)
+	klog.LogToStderr(false)
+	cmd := newRootCommand()
+	cmd.SetArgs(args)
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	err := cmd.Execute()
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, errChanged):
+		return exitChanged
+	default:
+		fmt.Fprintln(stderr, "Error:", err)
+		return exitError
+	}
+}
+
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "joinery",
+		Short:         "Snapshot a cluster, try changes offline, explain joinery's decisions and costs",
+		Version:       version.String("joinery"),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	if strings.HasPrefix(filepath.Base(os.Args[0]), "kubectl-") {
+		// Installed as a kubectl plugin: help says `kubectl joinery ...`.
+		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl joinery"}
+	}
+	cluster := &clusterFlags{}
+	cluster.bind(root)
+	root.AddCommand(newSnapshotCommand(cluster), newSimulateCommand(), newExplainCommand(cluster), newCostCommand(cluster))
+	return root
+}
