@@ -163,7 +163,7 @@ func TestCapacityBuffer(t *testing.T) {
 // with the test's group, with spec lines (indented two spaces, under spec) added.
 func createNodePool(t *testing.T, name, spec string) {
 	t.Helper()
-	env.Create(t, framework.KWOKNodeClasses, fmt.Sprintf(`{"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass", "metadata": {"name": %q}}`, name))
+	env.CreateKWOKNodeClass(t, name)
 	env.Create(t, framework.NodePools, fmt.Sprintf(`
 apiVersion: karpenter.sh/v1
 kind: NodePool

@@ -97,7 +97,7 @@ func schedulerConfig(t *testing.T) string {
 // extraSpec goes under spec, templateSpec under spec.template.spec.
 func createNodePool(t *testing.T, name, group, extraSpec, templateSpec string) {
 	t.Helper()
-	env.Create(t, framework.KWOKNodeClasses, fmt.Sprintf(`{"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass", "metadata": {"name": %q}}`, name))
+	env.CreateKWOKNodeClass(t, name)
 	env.Create(t, framework.NodePools, fmt.Sprintf(`
 apiVersion: karpenter.sh/v1
 kind: NodePool

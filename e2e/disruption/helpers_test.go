@@ -56,7 +56,7 @@ func createNodePoolOf(t *testing.T, name, spec string, shape poolShape) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env.Create(t, framework.KWOKNodeClasses, fmt.Sprintf(`{"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass", "metadata": {"name": %q}}`, name))
+	env.CreateKWOKNodeClass(t, name)
 	env.Create(t, framework.NodePools, fmt.Sprintf(`
 apiVersion: karpenter.sh/v1
 kind: NodePool
@@ -361,21 +361,6 @@ func (m *podMonitor) results() (int, map[string]string) {
 	return m.fewestAvailable, maps.Clone(m.unschedulable)
 }
 
-// eventNotes returns the notes of the events with reason recorded about the named object.
-func eventNotes(ctx context.Context, reason, name string) ([]string, error) {
-	list, err := env.Client.EventsV1().Events("").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, e := range list.Items {
-		if e.Reason == reason && e.Regarding.Name == name {
-			out = append(out, e.Note)
-		}
-	}
-	return out, nil
-}
-
 func awaitBlockedEvent(t *testing.T, name, want string) {
 	t.Helper()
 	awaitEvent(t, disruption.EventDisruptionBlocked, name, want)
@@ -385,7 +370,7 @@ func awaitBlockedEvent(t *testing.T, name, want string) {
 func awaitEvent(t *testing.T, reason, name, want string) {
 	t.Helper()
 	framework.Eventually(t, timeout, fmt.Sprintf("%s event on %s saying %q", reason, name, want), func(ctx context.Context) (bool, error) {
-		notes, err := eventNotes(ctx, reason, name)
+		notes, err := env.EventNotes(ctx, reason, name)
 		if err != nil {
 			return false, err
 		}

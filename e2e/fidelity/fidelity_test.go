@@ -718,7 +718,7 @@ func rows() []row {
 func createPool(t *testing.T, group string, p pool) {
 	t.Helper()
 	name := group + "-" + p.suffix
-	env.Create(t, framework.KWOKNodeClasses, fmt.Sprintf(`{"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass", "metadata": {"name": %q}}`, name))
+	env.CreateKWOKNodeClass(t, name)
 	var spec, template strings.Builder
 	// Placement is under test: consolidation must not move the pods placed; empty nodes may go.
 	spec.WriteString("  disruption: {consolidationPolicy: WhenEmpty}\n")

@@ -190,3 +190,10 @@ func GroupPodSpec(group, cpu, memory string) corev1.PodSpec {
 		}},
 	}
 }
+
+// CreateKWOKNodeClass creates the KWOKNodeClass named name: the kwok provider's node class,
+// which has no fields a suite sets.
+func (e *Env) CreateKWOKNodeClass(t *testing.T, name string) {
+	t.Helper()
+	e.Create(t, KWOKNodeClasses, fmt.Sprintf(`{"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass", "metadata": {"name": %q}}`, name))
+}

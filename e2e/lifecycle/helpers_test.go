@@ -20,7 +20,7 @@ import (
 // the label joinery.dev/e2e-group=name and the extra template labels (a YAML map body).
 func createNodePool(t *testing.T, name, extraLabels string) {
 	t.Helper()
-	env.Create(t, framework.KWOKNodeClasses, fmt.Sprintf(`{"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass", "metadata": {"name": %q}}`, name))
+	env.CreateKWOKNodeClass(t, name)
 	if extraLabels != "" {
 		extraLabels = ", " + extraLabels
 	}

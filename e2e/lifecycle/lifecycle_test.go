@@ -22,7 +22,7 @@ var lifecycleConds = []string{"Launched", "Registered", "Initialized", "Ready"}
 
 func TestNodeClaimLaunchesRegistersInitializesAndTerminates(t *testing.T) {
 	name := framework.UniqueName("lifecycle")
-	env.Create(t, framework.KWOKNodeClasses, fmt.Sprintf(`{"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass", "metadata": {"name": %q}}`, name))
+	env.CreateKWOKNodeClass(t, name)
 	env.Create(t, framework.NodePools, fmt.Sprintf(`
 apiVersion: karpenter.sh/v1
 kind: NodePool

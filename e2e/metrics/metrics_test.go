@@ -216,7 +216,7 @@ func TestKarpenterMetrics(t *testing.T) {
 // group's label; budgets keep disruption away from the scenario.
 func createNodePool(t *testing.T, group string) {
 	t.Helper()
-	env.Create(t, framework.KWOKNodeClasses, fmt.Sprintf(`{"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass", "metadata": {"name": %q}}`, group))
+	env.CreateKWOKNodeClass(t, group)
 	env.Create(t, framework.NodePools, fmt.Sprintf(`
 apiVersion: karpenter.sh/v1
 kind: NodePool

@@ -29,7 +29,7 @@ type nodePool struct {
 // joinery.dev/e2e-group=group.
 func createGroupNodePool(t *testing.T, group string, np nodePool) {
 	t.Helper()
-	env.Create(t, framework.KWOKNodeClasses, fmt.Sprintf(`{"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass", "metadata": {"name": %q}}`, np.name))
+	env.CreateKWOKNodeClass(t, np.name)
 	var extra, templateSpec string // extra: spec fields; templateSpec: spec.template.spec fields
 	if np.weight > 0 {
 		extra += fmt.Sprintf("  weight: %d\n", np.weight)

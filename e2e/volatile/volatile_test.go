@@ -26,7 +26,7 @@ const timeout = 3 * time.Minute
 
 func createNodePool(t *testing.T, name string) {
 	t.Helper()
-	env.Create(t, framework.KWOKNodeClasses, fmt.Sprintf(`{"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass", "metadata": {"name": %q}}`, name))
+	env.CreateKWOKNodeClass(t, name)
 	env.Create(t, framework.NodePools, fmt.Sprintf(`
 apiVersion: karpenter.sh/v1
 kind: NodePool
@@ -105,21 +105,6 @@ func raisePolicy(t *testing.T, ns, cpu string) {
 	})
 }
 
-// eventsAbout returns the notes of events with reason about the object named name.
-func eventsAbout(ctx context.Context, name, reason string) ([]string, error) {
-	list, err := env.Client.EventsV1().Events("").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, e := range list.Items {
-		if e.Reason == reason && e.Regarding.Name == name {
-			out = append(out, e.Note)
-		}
-	}
-	return out, nil
-}
-
 // TestConsolidationRespectsVolatileRequests: an annotated 500m pod runs alone on a c5.large,
 // next to a c5.xlarge whose 2500m pod leaves about 1.4 cpu free, so deleting the c5.large and
 // moving the pod is consolidation's obvious move. A MutatingAdmissionPolicy (standing in for
@@ -149,7 +134,7 @@ func TestConsolidationRespectsVolatileRequests(t *testing.T) {
 	raisePolicy(t, ns, "1500m")
 
 	framework.Eventually(t, timeout, "the command to delete node "+small.Spec.NodeName+" rejected by the fresh dry-run", func(ctx context.Context) (bool, error) {
-		notes, err := eventsAbout(ctx, small.Spec.NodeName, disruption.EventVolatileRequestsChanged)
+		notes, err := env.EventNotes(ctx, disruption.EventVolatileRequestsChanged, small.Spec.NodeName)
 		if err != nil || len(notes) == 0 {
 			return false, err
 		}
@@ -160,7 +145,7 @@ func TestConsolidationRespectsVolatileRequests(t *testing.T) {
 		return true, nil
 	})
 	framework.Eventually(t, timeout, "node "+small.Spec.NodeName+" Unconsolidatable with the predicted requests", func(ctx context.Context) (bool, error) {
-		notes, err := eventsAbout(ctx, small.Spec.NodeName, disruption.EventUnconsolidatable)
+		notes, err := env.EventNotes(ctx, disruption.EventUnconsolidatable, small.Spec.NodeName)
 		if err != nil || len(notes) == 0 {
 			return false, err
 		}
