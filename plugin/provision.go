@@ -73,6 +73,7 @@ func (p *Plugin) provisionBatch(ctx context.Context) {
 		logger.Error(err, "planning capacity failed", "pods", len(pods))
 		return
 	}
+	p.reportIncompatible(ctx, plan.Incompatible)
 	// The gauge counts real pods; a CapacityBuffer's virtual pods report on the buffer instead.
 	unschedulable := 0
 	for _, pod := range pods {

@@ -31,6 +31,18 @@ type Plan struct {
 	// Unschedulable maps a pod UID to why no NodePool can host it, as the user reads it
 	// ("no NodePool fits: ..."); the plugin shows it verbatim.
 	Unschedulable map[types.UID]string
+	// Incompatible are the NodePools whose requirements filter out every instance type the
+	// cloud provider offers them, so they can serve no pod; the plugin tells the user with
+	// Karpenter's NoCompatibleInstanceTypes event.
+	Incompatible []IncompatibleNodePool
+}
+
+// IncompatibleNodePool is a NodePool with no instance type left after its requirements.
+type IncompatibleNodePool struct {
+	NodePool *karpv1.NodePool
+	// MinValues is set when types are left, but too few to meet the requirements' minValues
+	// (under the Strict minValues policy).
+	MinValues bool
 }
 
 // PlannedNodeClaim is one NodeClaim to create and the pods it is made for.

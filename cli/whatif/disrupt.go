@@ -2,6 +2,7 @@ package whatif
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -89,7 +90,6 @@ func (c *Cluster) Disrupt(ctx context.Context, opts Options) (*Disruption, error
 			return nil, err
 		} else if ok {
 			dn.Offering = &o
-			out.Savings += o.Price
 		}
 		for _, p := range cand.Pods {
 			dn.Pods = append(dn.Pods, Move{Pod: p.Namespace + "/" + p.Name, To: cmd.Destinations[p.UID]})
@@ -111,10 +111,15 @@ func (c *Cluster) Disrupt(ctx context.Context, opts Options) (*Disruption, error
 			}
 		}
 		slices.Sort(nc.Pods)
-		if nc.Launch != nil {
-			out.Savings -= nc.Launch.Price
-		}
 		out.Replacements = append(out.Replacements, nc)
+	}
+	// The controller's savings gauge prices the command the same way.
+	saved, err := cmd.Savings(ctx, c.pricer())
+	if err != nil {
+		return nil, err
+	}
+	for _, np := range slices.Sorted(maps.Keys(saved)) {
+		out.Savings += saved[np]
 	}
 	return out, nil
 }

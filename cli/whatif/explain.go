@@ -105,8 +105,127 @@ func (c *Cluster) ExplainPod(ctx context.Context, opts Options, namespace, name 
 			}
 		}
 	}
+	if out.Decision != "stays pending" {
+		if err := c.otherPoolVerdicts(ctx, opts, out, verdicts); err != nil {
+			return nil, err
+		}
+	}
 	out.NodePools = c.poolVerdicts(ctx, pod, verdicts)
 	return out, nil
+}
+
+// otherPoolVerdicts gives a verdict to each NodePool the solver did not name for a pod it
+// placed: the solver stops at the first NodePool that serves the pod, so each other one is
+// asked what the same batch would do with it as the only NodePool — the solver's reason when
+// it cannot serve the pod, or, when it can, what its NodeClaim would cost and why the chosen
+// NodePool comes first.
+func (c *Cluster) otherPoolVerdicts(ctx context.Context, opts Options, out *PodExplanation, verdicts map[string]string) error {
+	var chosen *karpv1.NodePool
+	if out.NewClaim != nil {
+		for i := range c.Snapshot.NodePools {
+			if np := &c.Snapshot.NodePools[i]; np.Name == out.NewClaim.NodePool {
+				chosen = np
+			}
+		}
+	}
+	for i := range c.Snapshot.NodePools {
+		np := &c.Snapshot.NodePools[i]
+		if verdicts[np.Name] != "" {
+			continue
+		}
+		if out.NewClaim == nil {
+			verdicts[np.Name] = "not needed: " + out.Decision
+			continue
+		}
+		why, err := c.aloneVerdict(ctx, opts, np, out.Pod, chosen, out.NewClaim.Launch, len(out.NewClaim.Pods))
+		if err != nil {
+			return fmt.Errorf("planning with nodepool %s alone: %w", np.Name, err)
+		}
+		verdicts[np.Name] = why
+	}
+	return nil
+}
+
+// aloneVerdict plans the snapshot's pending pods with np as the only NodePool and says what
+// that means for pod, which the full plan put on a new NodeClaim of chosen (launching at
+// launch, when known, for chosenPods pods).
+func (c *Cluster) aloneVerdict(ctx context.Context, opts Options, np *karpv1.NodePool, pod string, chosen *karpv1.NodePool, launch *Offering, chosenPods int) (string, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s := *c.Snapshot
+	s.NodePools = []karpv1.NodePool{*np}
+	alone, err := Load(&s)
+	if err != nil {
+		return "", err
+	}
+	plan, pods, err := alone.plan(ctx, opts, nil)
+	if err != nil {
+		return "", err
+	}
+	prov, err := alone.describePlan(ctx, plan, pods)
+	if err != nil {
+		return "", err
+	}
+	for _, pe := range prov.Pending {
+		if pe.Pod == pod {
+			if why, ok := splitReasons(pe.Reason)[np.Name]; ok {
+				return why, nil
+			}
+			return pe.Reason, nil
+		}
+	}
+	for _, pl := range prov.Placed {
+		if pl.Pod == pod {
+			return "not needed: alone it fits existing or launching capacity: " + pl.Target, nil
+		}
+	}
+	for _, nc := range prov.NewNodeClaims {
+		if !slices.Contains(nc.Pods, pod) {
+			continue
+		}
+		var b strings.Builder
+		b.WriteString("could serve the pod with a new NodeClaim")
+		if nc.Launch != nil {
+			// The claim is sized for the batch's pods it takes, which may be more than the
+			// chosen one's: say how many, so the prices compare.
+			fmt.Fprintf(&b, " (%s at $%.4f/hour for %s", nc.Launch.InstanceType, nc.Launch.Price, podCount(len(nc.Pods)))
+			if launch != nil {
+				fmt.Fprintf(&b, "; %s's: %s at $%.4f/hour for %s", chosen.Name, launch.InstanceType, launch.Price, podCount(chosenPods))
+			}
+			b.WriteString(")")
+		}
+		fmt.Fprintf(&b, ", but nodepool %s comes first: %s", chosen.Name, precedence(chosen, np))
+		return b.String(), nil
+	}
+	return "the pod is not in the batch planned with this NodePool alone", nil
+}
+
+// precedence says why the solver tries chosen before np: by weight, then by name, never by
+// price.
+func precedence(chosen, np *karpv1.NodePool) string {
+	cw, w := weightOf(chosen), weightOf(np)
+	switch {
+	case cw > w:
+		return fmt.Sprintf("weight %d > %d (NodePools are tried by weight, then name, not by price)", cw, w)
+	case cw == w && chosen.Name < np.Name:
+		return fmt.Sprintf("equal weight %d, and NodePools of equal weight are tried in name order", w)
+	default:
+		return fmt.Sprintf("weight %d vs %d: the batch's other pods changed what this NodePool could take", cw, w)
+	}
+}
+
+func podCount(n int) string {
+	if n == 1 {
+		return "1 pod"
+	}
+	return fmt.Sprintf("%d pods", n)
+}
+
+func weightOf(np *karpv1.NodePool) int32 {
+	if np.Spec.Weight == nil {
+		return 0
+	}
+	return *np.Spec.Weight
 }
 
 // splitReasons splits the solver's "no NodePool fits: nodepool "a": ...; nodepool "b": ..."
@@ -139,7 +258,7 @@ func (c *Cluster) poolVerdicts(ctx context.Context, pod *corev1.Pod, verdicts ma
 		np := &c.Snapshot.NodePools[i]
 		v := PoolVerdict{NodePool: np.Name, Verdict: verdicts[np.Name]}
 		if v.Verdict == "" {
-			v.Verdict = "no reason recorded: the solver names NodePools only for pods it cannot place (it tries them by weight, then name)"
+			v.Verdict = "no reason recorded"
 		}
 		poolReqs := scheduling.FromNodeSelectorRequirementsWithMinValues(np.Spec.Template.Spec.Requirements...)
 		poolReqs.Add(scheduling.NewRequirement(karpv1.NodePoolLabelKey, corev1.NodeSelectorOpIn, np.Name))

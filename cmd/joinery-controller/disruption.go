@@ -135,6 +135,7 @@ func setupDisruption(mgr ctrl.Manager, cp cloudprovider.CloudProvider, sim *disr
 		ConsolidationValidationDelay: sim.opts.consolidationValidationDelay,
 		PollInterval:                 sim.opts.pollInterval,
 		Volatile:                     volatileRequests,
+		InstanceTypes:                cp,
 	}
 	if gates.Enabled(featuregates.CapacityBuffer) {
 		loopOpts.Buffers = &disruption.Buffers{Reader: mgr.GetClient(), Simulator: sim.simulator}

@@ -204,7 +204,7 @@ func run(opts options) error {
 	if err := nodePools.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up %s: %w", nodepool.Name, err)
 	}
-	if err := setupMetrics(mgr, cp); err != nil {
+	if err := setupMetrics(mgr); err != nil {
 		return err
 	}
 	if opts.featureGates.Enabled(featuregates.CapacityBuffer) {
@@ -232,12 +232,12 @@ func (m limitedEvents) GetEventRecorder(name string) events.EventRecorder {
 
 // setupMetrics adds the controllers that keep Karpenter's gauges of cluster state, and
 // karpenter_build_info, to the metrics endpoint.
-func setupMetrics(mgr ctrl.Manager, cp cloudprovider.CloudProvider) error {
+func setupMetrics(mgr ctrl.Manager) error {
 	crmetrics.Registry.MustRegister(version.BuildInfo)
 	if err := clustermetrics.NewPodController(mgr.GetClient(), nil).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up %s: %w", clustermetrics.PodControllerName, err)
 	}
-	state := clustermetrics.New(mgr.GetClient(), mgr.GetAPIReader(), cloudprovider.Instrument(cp, clustermetrics.Name), nil, 0)
+	state := clustermetrics.New(mgr.GetClient(), mgr.GetAPIReader(), nil, 0)
 	if err := mgr.Add(state); err != nil {
 		return fmt.Errorf("setting up %s: %w", clustermetrics.Name, err)
 	}

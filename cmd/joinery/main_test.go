@@ -9,7 +9,14 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cli/fixtures"
+	"github.com/joinery-dev/joinery/cli/snapshot"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -19,6 +26,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 // rewrites them, the diff is the review.
 func TestCommands(t *testing.T) {
 	snap := fixtures.Path()
+	pools := morePools(t)
 	tests := []struct {
 		name string
 		args []string
@@ -34,6 +42,7 @@ func TestCommands(t *testing.T) {
 		{"explain-pod-too-large", []string{"explain", "pod", "default/huge", "--snapshot", snap}},
 		{"explain-pod-taint", []string{"explain", "pod", "default/batch-job", "--snapshot", snap}},
 		{"explain-pod-new-nodeclaim", []string{"explain", "pod", "default/inflate-0", "--snapshot", snap, "-o", "yaml"}},
+		{"explain-pod-other-pools", []string{"explain", "pod", "default/inflate-0", "--snapshot", pools}},
 		{"explain-pod-missing", []string{"explain", "pod", "default/nope", "--snapshot", snap}},
 		{"explain-pod-no-namespace", []string{"explain", "pod", "nope", "--snapshot", snap}},
 		{"explain-node-pdb", []string{"explain", "node", "node-a", "--snapshot", snap}},
@@ -46,7 +55,7 @@ func TestCommands(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			code := run(tt.args, &stdout, &stderr)
 			got := fmt.Sprintf("$ joinery %s\n%s--- stderr\n%s--- exit %d\n",
-				strings.ReplaceAll(strings.Join(tt.args, " "), snap, "cluster.json"), stdout.String(), stderr.String(), code)
+				strings.NewReplacer(snap, "cluster.json", pools, "cluster-pools.json").Replace(strings.Join(tt.args, " ")), stdout.String(), stderr.String(), code)
 			path := filepath.Join("testdata", "golden", tt.name+".golden")
 			if *update {
 				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -65,4 +74,46 @@ func TestCommands(t *testing.T) {
 			}
 		})
 	}
+}
+
+// morePools writes the recorded snapshot with three more NodePools beside default, which
+// serves inflate-0: "arm" (heavier, but no instance type of the catalog is arm64), "full" (its
+// cpu limit holds no node) and "spare" (default's twin, tried after it by name).
+func morePools(t *testing.T) string {
+	t.Helper()
+	s, err := snapshot.ReadFile(fixtures.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var base *karpv1.NodePool
+	for i := range s.NodePools {
+		if s.NodePools[i].Name == "default" {
+			base = &s.NodePools[i]
+		}
+	}
+	if base == nil {
+		t.Fatal("the fixture has no NodePool default")
+	}
+	derive := func(name string, change func(*karpv1.NodePool)) karpv1.NodePool {
+		np := base.DeepCopy()
+		np.Name, np.UID = name, types.UID("np-"+name)
+		change(np)
+		return *np
+	}
+	s.NodePools = append(s.NodePools,
+		derive("arm", func(np *karpv1.NodePool) {
+			np.Spec.Weight = ptr.To[int32](50)
+			np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements, karpv1.NodeSelectorRequirementWithMinValues{
+				Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"arm64"}})
+		}),
+		derive("full", func(np *karpv1.NodePool) {
+			np.Spec.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+		}),
+		derive("spare", func(*karpv1.NodePool) {}),
+	)
+	path := filepath.Join(t.TempDir(), "cluster-pools.json")
+	if err := s.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

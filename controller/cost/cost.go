@@ -192,6 +192,22 @@ func Compute(ctx context.Context, pricer *Pricer, s State) ([]Line, error) {
 	return out, nil
 }
 
+// PerNodePool sums lines' cost per hour by NodePool: every one of nodePools (0 without
+// NodeClaims), and a deleted NodePool whose NodeClaims still run. NodeClaims without a
+// NodePool are left out.
+func PerNodePool(nodePools []*karpv1.NodePool, lines []Line) map[string]float64 {
+	out := make(map[string]float64, len(nodePools))
+	for _, np := range nodePools {
+		out[np.Name] = 0
+	}
+	for _, l := range lines {
+		if l.NodePool != "" {
+			out[l.NodePool] += l.PerHour
+		}
+	}
+	return out
+}
+
 func ratio(a, b resource.Quantity) float64 {
 	if b.IsZero() {
 		return 0

@@ -98,7 +98,8 @@ func TestCompute(t *testing.T) {
 
 func near(a, b float64) bool { d := a - b; return d < 1e-9 && d > -1e-9 }
 
-// TestExport: the metrics carry Compute's lines.
+// TestExport: the metrics carry Compute's lines, and Karpenter's NodePool cost is their sum
+// per NodePool, 0 for a NodePool without NodeClaims, the launching NodeClaim included.
 func TestExport(t *testing.T) {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -108,7 +109,16 @@ func TestExport(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, na := launched("a", "web", "large", "zone-a", "on-demand", "8")
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects([]client.Object{a, na, pod("p", "a", "2")}...).Build()
+	b, nb := launched("b", "web", "small", "zone-b", "spot", "2")
+	launching := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", Labels: map[string]string{karpv1.NodePoolLabelKey: "web"}},
+		Spec: karpv1.NodeClaimSpec{Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
+			{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"small"}},
+			{Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{"on-demand"}},
+			{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"zone-b"}},
+		}}}
+	web := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
+	idle := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "idle"}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects([]client.Object{web, idle, a, na, b, nb, launching, pod("p", "a", "2")}...).Build()
 	e := &Exporter{Client: c, InstanceTypes: testCatalog()}
 	if err := e.Export(context.Background()); err != nil {
 		t.Fatal(err)
@@ -118,5 +128,13 @@ func TestExport(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(utilisation.WithLabelValues("web", "on-demand", "zone-a", "cpu")); !near(got, 0.25) {
 		t.Errorf("joinery_nodepool_utilization{cpu} = %v, want 0.25", got)
+	}
+	for pool, want := range map[string]float64{"web": 0.8 + 0.1 + 0.2, "idle": 0} {
+		if got := testutil.ToFloat64(nodePoolCost.WithLabelValues(pool)); !near(got, want) {
+			t.Errorf("karpenter_nodepools_cost_total{nodepool=%q} = %v, want %v", pool, got, want)
+		}
+	}
+	if n := testutil.CollectAndCount(nodePoolCost); n != 2 {
+		t.Errorf("karpenter_nodepools_cost_total has %d series, want 2", n)
 	}
 }

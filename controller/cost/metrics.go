@@ -20,8 +20,15 @@ const Name = "nodepool.cost"
 // DefaultInterval is how often the metrics are recomputed.
 const DefaultInterval = 30 * time.Second
 
-// joinery's own metrics (Karpenter has none for cost); labels as in `joinery cost`.
+// joinery's own metrics, labelled as `joinery cost` prints, and Karpenter's NodePool cost
+// gauge: one Compute sets them all, so they always agree.
 var (
+	// karpenter_nodepools_cost_total is kept under Karpenter's name and labels for its
+	// dashboards; it is joinery_nodepool_cost_per_hour summed over capacity types and zones.
+	nodePoolCost = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "karpenter", Subsystem: "nodepools", Name: "cost_total",
+		Help: "Total cost per hour of the nodepool's NodeClaims from Karpenter's perspective: the price of each one's offering (instance type, zone, capacity type; a launching NodeClaim at the offering it would launch with). Units are the cloud provider's. Not an authoritative source for billing. Labeled by nodepool.",
+	}, []string{"nodepool"})
 	costPerHour = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "joinery", Subsystem: "nodepool", Name: "cost_per_hour",
 		Help: "Cost per hour of the NodePool's NodeClaims (launched ones at their offering's price, launching ones at the offering they would launch with), by capacity type and zone.",
@@ -37,7 +44,7 @@ var (
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(costPerHour, nodeClaims, utilisation)
+	crmetrics.Registry.MustRegister(nodePoolCost, costPerHour, nodeClaims, utilisation)
 }
 
 // Exporter recomputes the cost metrics every Interval. It is a manager Runnable.
@@ -102,9 +109,13 @@ func (e *Exporter) Export(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	nodePoolCost.Reset()
 	costPerHour.Reset()
 	nodeClaims.Reset()
 	utilisation.Reset()
+	for pool, perHour := range PerNodePool(s.NodePools, lines) {
+		nodePoolCost.WithLabelValues(pool).Set(perHour)
+	}
 	for _, l := range lines {
 		costPerHour.WithLabelValues(l.NodePool, l.CapacityType, l.Zone).Set(l.PerHour)
 		nodeClaims.WithLabelValues(l.NodePool, l.CapacityType, l.Zone).Set(float64(l.NodeClaims))

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/controller/cost"
 )
 
 // Name is the controller's name in logs.
@@ -59,6 +60,9 @@ type Options struct {
 	// Volatile, when set, re-checks volatile pod requests before a command executes
 	// (volatile.go).
 	Volatile VolatileVerifier
+	// InstanceTypes, when set, prices each pass's command for the savings gauge
+	// (joinery_nodepool_consolidation_savings_per_hour).
+	InstanceTypes cost.InstanceTypeSource
 }
 
 func (o *Options) defaults() {
@@ -171,6 +175,9 @@ func (c *Controller) Step(ctx context.Context) (bool, error) {
 		if cmd == nil {
 			continue
 		}
+		// The gauge shows the chosen command while it waits for validation: what the pass
+		// would do, as `joinery cost` prints it.
+		c.recordSavingsOrLog(ctx, cluster, cmd)
 		fresh, why, err := c.validate(ctx, m, cmd)
 		if err != nil {
 			return false, fmt.Errorf("%s: validating: %w", m.Name(), err)
@@ -199,7 +206,16 @@ func (c *Controller) Step(ctx context.Context) (bool, error) {
 		logCommand(logger, fresh)
 		return true, nil
 	}
+	c.recordSavingsOrLog(ctx, cluster, nil)
 	return false, nil
+}
+
+// recordSavingsOrLog records the pass's savings; a price it cannot read costs the gauge, not
+// the pass.
+func (c *Controller) recordSavingsOrLog(ctx context.Context, cluster *Cluster, cmd *Command) {
+	if err := c.recordSavings(ctx, cluster, cmd); err != nil {
+		log.FromContext(ctx).Error(err, "recording the disruption command's savings")
+	}
 }
 
 // compute asks m for a command over cluster, and publishes why nodes were passed over.

@@ -17,7 +17,6 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
-	"github.com/joinery-dev/joinery/cloudprovider"
 )
 
 // Name names the cluster-state metrics loop in logs.
@@ -55,7 +54,6 @@ func init() {
 type Controller struct {
 	cache         client.Reader // the manager's cache
 	api           client.Reader // the API server, uncached: what the cache must have caught up with
-	cloudProvider cloudprovider.CloudProvider
 	clock         clock.PassiveClock
 	interval      time.Duration
 	unsyncedSince time.Time
@@ -65,14 +63,14 @@ type Controller struct {
 }
 
 // New returns the Controller; interval 0 is DefaultInterval, clk nil the real clock.
-func New(cache, api client.Reader, cp cloudprovider.CloudProvider, clk clock.PassiveClock, interval time.Duration) *Controller {
+func New(cache, api client.Reader, clk clock.PassiveClock, interval time.Duration) *Controller {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
 	if interval <= 0 {
 		interval = DefaultInterval
 	}
-	return &Controller{cache: cache, api: api, cloudProvider: cp, clock: clk, interval: interval}
+	return &Controller{cache: cache, api: api, clock: clk, interval: interval}
 }
 
 // Start recomputes the gauges until ctx ends (manager.Runnable).
@@ -119,7 +117,7 @@ func (c *Controller) Record(ctx context.Context) error {
 	}
 	now := c.clock.Now()
 	recordNodes(nodes.Items, usage, now)
-	recordNodePools(ctx, c.cloudProvider, pools.Items, claims.Items)
+	recordNodePools(pools.Items)
 	clusterStateNodeCount.Set(float64(len(nodes.Items)))
 	if c.lastSyncCheck.IsZero() || now.Sub(c.lastSyncCheck) >= syncCheckInterval {
 		synced, err := c.synced(ctx, nodes.Items, claims.Items)

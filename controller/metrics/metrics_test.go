@@ -20,7 +20,6 @@ import (
 
 	"github.com/joinery-dev/joinery/apis"
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
-	"github.com/joinery-dev/joinery/cloudprovider/kwok"
 )
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -72,11 +71,7 @@ func TestRecordNodeAndPoolGauges(t *testing.T) {
 		Status: karpv1.NodePoolStatus{Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}}}
 	c := newClient(t, node("managed", "default"), node("unmanaged", ""), pool,
 		pod("app", "managed", "1", false), pod("daemon", "managed", "750m", true), pod("other", "unmanaged", "2", false))
-	cp, err := kwok.New(c, kwok.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctl := New(c, c, cp, clocktesting.NewFakePassiveClock(epoch.Add(time.Hour)), 0)
+	ctl := New(c, c, clocktesting.NewFakePassiveClock(epoch.Add(time.Hour)), 0)
 	if err := ctl.Record(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -196,12 +191,8 @@ func histogramSum(t *testing.T, h prometheus.Histogram) float64 {
 // and the unsynced time grows from the first pass that saw it.
 func TestUnsynced(t *testing.T) {
 	cached, api := newClient(t), newClient(t, node("new", "default"))
-	cp, err := kwok.New(cached, kwok.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	clk := clocktesting.NewFakePassiveClock(epoch)
-	ctl := New(cached, api, cp, clk, 0)
+	ctl := New(cached, api, clk, 0)
 	ctx := context.Background()
 	if err := ctl.Record(ctx); err != nil {
 		t.Fatal(err)

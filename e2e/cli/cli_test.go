@@ -318,8 +318,8 @@ func TestExplainNodePDB(t *testing.T) {
 	}
 }
 
-// TestCostSumsLaunchedPrices: cost's total, and the sum of joinery-controller's
-// joinery_nodepool_cost_per_hour, is the sum of the NodeClaims' launched prices (the kwok
+// TestCostSumsLaunchedPrices: cost's total, and the sums of joinery-controller's
+// joinery_nodepool_cost_per_hour and karpenter_nodepools_cost_total, are the sum of the NodeClaims' launched prices (the kwok
 // catalog's price of each one's instance type, zone and capacity type).
 func TestCostSumsLaunchedPrices(t *testing.T) {
 	ns := env.Namespace(t)
@@ -383,13 +383,16 @@ func TestCostSumsLaunchedPrices(t *testing.T) {
 			return false, fmt.Errorf("cost total %.4f, launched NodeClaims sum %.4f", report.Total, want)
 		}
 		if env.Local() {
-			// joinery-controller exports the same numbers (every 30 s).
-			metric, err := env.ControllerMetric(ctx, "joinery_nodepool_cost_per_hour")
-			if err != nil {
-				return false, err
-			}
-			if math.Abs(metric-want) > 1e-9 {
-				return false, fmt.Errorf("joinery_nodepool_cost_per_hour sums to %.4f, launched NodeClaims to %.4f", metric, want)
+			// joinery-controller exports the same numbers (every 30 s), and Karpenter's
+			// gauge from the same computation.
+			for _, name := range []string{"joinery_nodepool_cost_per_hour", "karpenter_nodepools_cost_total"} {
+				metric, err := env.ControllerMetric(ctx, name)
+				if err != nil {
+					return false, err
+				}
+				if math.Abs(metric-want) > 1e-9 {
+					return false, fmt.Errorf("%s sums to %.4f, launched NodeClaims to %.4f", name, metric, want)
+				}
 			}
 		}
 		return true, nil

@@ -112,5 +112,17 @@ func typePrice(t *testing.T, name, capacityType string) float64 {
 	return price(it, capacityType)
 }
 
+// zonePrice is the price of the type's offering of the capacity type in zone.
+func zonePrice(t *testing.T, name, zone, capacityType string) float64 {
+	t.Helper()
+	for _, o := range instanceTypes(t)[name].Offerings {
+		if o.Zone() == zone && o.CapacityType() == capacityType && o.ReservationID() == "" {
+			return o.Price
+		}
+	}
+	t.Fatalf("no %s offering of %s in %s", capacityType, name, zone)
+	return 0
+}
+
 // onDemand is the capacity type most tests' NodePools launch.
 const onDemand = karpv1.CapacityTypeOnDemand

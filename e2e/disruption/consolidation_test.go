@@ -3,6 +3,7 @@ package disruption
 import (
 	"context"
 	"fmt"
+	"math"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -122,6 +123,7 @@ func TestShrunkPodsNodeIsReplacedByACheaperType(t *testing.T) {
 	}
 
 	pods := monitorPods(t, ns, "app=inflate")
+	savings := sampleMax(t, "joinery_nodepool_consolidation_savings_per_hour", fmt.Sprintf("nodepool=%q", pool))
 	if err := env.Client.PolicyV1().PodDisruptionBudgets(ns).Delete(t.Context(), "inflate-pdb", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -139,6 +141,11 @@ func TestShrunkPodsNodeIsReplacedByACheaperType(t *testing.T) {
 	})
 	env.AwaitPods(t, ns, "app=inflate", 1, timeout, framework.RunningOn(replacement.Status.NodeName))
 	w.stop()
+	// While the command waited for validation, the controller's savings gauge showed it: the
+	// node's price less the replacement's.
+	if got, want := savings(), zonePrice(t, firstType, first.Labels[corev1.LabelTopologyZone], onDemand)-cheapestPrice; math.Abs(got-want) > 1e-9 {
+		t.Errorf("joinery_nodepool_consolidation_savings_per_hour{nodepool=%q} peaked at %v, want %v", pool, got, want)
+	}
 	_, unschedulable := pods.results()
 	t.Logf("%s (%s) replaced by %s (%s)", first.Name, firstType, replacement.Name, replacement.Labels[corev1.LabelInstanceTypeStable])
 	if got := replacement.Labels[corev1.LabelInstanceTypeStable]; got != cheapest {

@@ -523,3 +523,30 @@ func disrupted(t *testing.T, pool, reason string) (n int, ok bool) {
 	}
 	return int(v), true
 }
+
+// sampleMax samples the controller metric (summed over the series with labels) every 200 ms
+// until the returned function is called, which returns the largest value seen. Gauges a pass
+// sets while its command waits for validation are caught this way.
+func sampleMax(t *testing.T, name string, labels ...string) func() float64 {
+	t.Helper()
+	env.RequireLocal(t) // the controller's metrics
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	most := math.Inf(-1)
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			if v, err := env.ControllerMetric(ctx, name, labels...); err == nil {
+				most = math.Max(most, v)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
+	var once sync.Once
+	stop := func() float64 { once.Do(func() { cancel(); <-done }); return most }
+	t.Cleanup(func() { stop() })
+	return stop
+}

@@ -23,6 +23,8 @@ type nodePool struct {
 	cpu    string // spec.limits.cpu, if any
 	// terminationGracePeriod is spec.template.spec.terminationGracePeriod, if any.
 	terminationGracePeriod string
+	// instanceTypes, if any, are the only instance types the NodePool allows.
+	instanceTypes []string
 }
 
 // createGroupNodePool creates np and its KWOKNodeClass; its nodes carry the label
@@ -43,6 +45,10 @@ func createGroupNodePool(t *testing.T, group string, np nodePool) {
 	if np.terminationGracePeriod != "" {
 		templateSpec += fmt.Sprintf("      terminationGracePeriod: %s\n", np.terminationGracePeriod)
 	}
+	requirements := ""
+	if len(np.instanceTypes) > 0 {
+		requirements = fmt.Sprintf("      - {key: node.kubernetes.io/instance-type, operator: In, values: [%s]}\n", strings.Join(np.instanceTypes, ", "))
+	}
 	env.Create(t, framework.NodePools, fmt.Sprintf(`
 apiVersion: karpenter.sh/v1
 kind: NodePool
@@ -58,7 +64,7 @@ spec:
 %[4]s      requirements:
       - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
       - {key: kubernetes.io/os, operator: In, values: [linux]}
-`, np.name, group, extra, templateSpec))
+%[5]s`, np.name, group, extra, templateSpec, requirements))
 }
 
 // createGroupPods creates n pods of the group requesting cpu each, tolerating taint if set.
@@ -130,6 +136,36 @@ func TestUntoleratedTaintSkipsNodePool(t *testing.T) {
 	if got := nodePoolsOfRunningPods(t, ns, tolerant, 1)[tolerant+"-0"]; got != tolerant+"-tainted" {
 		t.Errorf("tolerant pod runs on NodePool %q, want %q", got, tolerant+"-tainted")
 	}
+}
+
+// TestNodePoolWithoutInstanceTypes: a NodePool whose requirements name no instance type of
+// the catalog gets Karpenter's NoCompatibleInstanceTypes Warning from joinery-scheduler (under
+// its least-privilege identity) once a pod of the group is planned, and the pod gets its node
+// from the lighter NodePool.
+func TestNodePoolWithoutInstanceTypes(t *testing.T) {
+	group := framework.UniqueName("notypes")
+	empty, plain := group+"-empty", group+"-plain"
+	createGroupNodePool(t, group, nodePool{name: empty, weight: 90, instanceTypes: []string{"no-such-type"}})
+	createGroupNodePool(t, group, nodePool{name: plain, weight: 10})
+	ns := env.Namespace(t)
+	createGroupPods(t, ns, group, 1, "500m", "")
+	if got := nodePoolsOfRunningPods(t, ns, group, 1)[group+"-0"]; got != plain {
+		t.Errorf("pod runs on NodePool %q, want %q", got, plain)
+	}
+	const want = "NodePool requirements filtered out all compatible available instance types"
+	framework.Eventually(t, runningTimeout, "NoCompatibleInstanceTypes on NodePool "+empty, func(ctx context.Context) (bool, error) {
+		// Events about cluster-scoped objects live in the default namespace.
+		events, err := env.Client.EventsV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{FieldSelector: "reason=NoCompatibleInstanceTypes,regarding.name=" + empty})
+		if err != nil {
+			return false, err
+		}
+		for _, ev := range events.Items {
+			if ev.Regarding.Kind == "NodePool" && ev.Type == corev1.EventTypeWarning && ev.Note == want {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("%d NoCompatibleInstanceTypes events, none a Warning on the NodePool saying %q", len(events.Items), want)
+	})
 }
 
 // TestNodePoolLimitsCapCapacity: a NodePool limited to 4 cpu launches no more than that; the

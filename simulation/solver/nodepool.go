@@ -14,6 +14,7 @@ import (
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/scheduling"
+	"github.com/joinery-dev/joinery/simulation"
 )
 
 // resourceNodes is the limit on a NodePool's node count.
@@ -60,6 +61,21 @@ func (s *Solver) readyPools(ctx context.Context, nodePools []*karpv1.NodePool, n
 		pools = append(pools, p)
 	}
 	return pools, skipped, nil
+}
+
+// incompatible lists the pools whose requirements leave no instance type, or (under the
+// Strict minValues policy) too few to meet their minValues: no pod can land on them.
+func (s *Solver) incompatible(pools []*pool) []simulation.IncompatibleNodePool {
+	var out []simulation.IncompatibleNodePool
+	for _, p := range pools {
+		switch {
+		case len(p.its) == 0:
+			out = append(out, simulation.IncompatibleNodePool{NodePool: p.np})
+		case s.opts.MinValuesPolicy == MinValuesStrict && p.its.MinValuesShortfall(p.reqs) != nil:
+			out = append(out, simulation.IncompatibleNodePool{NodePool: p.np, MinValues: true})
+		}
+	}
+	return out
 }
 
 func weight(np *karpv1.NodePool) int32 {

@@ -227,6 +227,7 @@ func (s *Solver) newRun(ctx context.Context, pending []*corev1.Pod) (*run, error
 	if r.pools, r.skipped, err = s.readyPools(ctx, nodePools, nodeClaims); err != nil {
 		return nil, err
 	}
+	r.plan.Incompatible = s.incompatible(r.pools)
 	if !s.forked { // a forked plan's base has its domains already (loadBase)
 		if err := r.addDomains(); err != nil {
 			return nil, err
