@@ -28,8 +28,10 @@ import (
 //     placed or released. A plan's pods are the batch's and those that were still on their
 //     way to other NodeClaims when it was made: the solver counted them where they were
 //     planned. Re-planning it would buy a second node and leave the first empty.
-//     The hold ends when no other pod of its plan is still on its way, or PlanHoldDuration
-//     after it began; then the pod is planned again.
+//     The hold ends when no other pod of its plan can still move it on — every other pod
+//     of the plan is placed, gone, or rejected since it was last retried — or PlanHoldDuration
+//     after it began; then the pod is planned again. Meanwhile the node's capacity stays the
+//     held pod's: Filter keeps other pods off it (promised.go).
 //
 // A node the cycle's snapshot does not hold yet (no status names a Filter), or holds with a
 // taint the NodeClaim does not declare (not-ready, unregistered, a startup taint: the snapshot

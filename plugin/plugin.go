@@ -165,7 +165,9 @@ func (p *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *corev1.P
 // waiting for a registered node is nominated to it, so kube-scheduler counts it there when it
 // filters other pods (of no higher priority): they do not take the capacity planned for it,
 // and topology spread and pod affinity count it in its node's domains. A pod pinned to no
-// node clears any nomination (its plan was dropped).
+// node clears any nomination (its plan was dropped). DefaultPreemption, the next PostFilter,
+// overrides it with no node when it finds no victims, so the capacity itself is kept by
+// Filter (filterPromised); the nomination is what other tools (and kubectl) see.
 func (p *Plugin) nomination(pod *corev1.Pod) *fwk.PostFilterResult {
 	p.mu.Lock()
 	defer p.mu.Unlock()
