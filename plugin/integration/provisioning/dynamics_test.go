@@ -239,47 +239,75 @@ func TestZoneSpreadPinHoldsWhileItsPlanArrives(t *testing.T) {
 }
 
 // TestHeldPodsCapacityStaysTheirs (issue 17): while a pod is held on its own node by its
-// spread, the node's capacity is promised to it. kube-scheduler alone would give it away: the
-// held pod's nomination is cleared by DefaultPreemption (no victims), and another pod that
-// fits the node's free capacity binds there; the held pod, retried once its plan arrives, is
-// then rejected for resources and planned onto a new NodeClaim. Here a pod that only that node
-// may take (a label the NodePool cannot give) and that fits it only without the held pod
+// spread, the node is promised to it. kube-scheduler alone would give it away: the held pod's
+// nomination is cleared by DefaultPreemption (no victims), and another pod binds there — one
+// that fits the node's free capacity only without the held pod (the held pod, retried once its
+// plan arrives, is then rejected for resources and planned onto a new NodeClaim), or one whose
+// required anti-affinity the held pod matches (it is then rejected by InterPodAffinity for
+// good). Here such a pod, which only that node may take (a label the NodePool cannot give),
 // arrives while the pod is held: it must be kept off, and the plan completes as made.
 func TestHeldPodsCapacityStaysTheirs(t *testing.T) {
-	h := holdZoneSpreadPlan(t)
-	e := h.e
-	ctx := t.Context()
-	var node corev1.Node
-	if err := e.client.Get(ctx, client.ObjectKey{Name: h.held}, &node); err != nil {
-		t.Fatalf("reading the held pod's node: %v", err)
+	cases := []struct {
+		name string
+		// other builds the pod that arrives, given the held pod's node.
+		other func(node *corev1.Node) *corev1.Pod
+		why   string
+	}{
+		{
+			name: "resources",
+			other: func(node *corev1.Node) *corev1.Pod {
+				// It fits the node alone (the held pod is not bound), not beside it (500m).
+				free := node.Status.Allocatable.Cpu().DeepCopy()
+				free.Sub(resource.MustParse("250m"))
+				return pod("filler", free.String(), "64Mi")
+			},
+			why: "insufficient cpu",
+		},
+		{
+			name: "anti-affinity",
+			other: func(*corev1.Node) *corev1.Pod {
+				// No requests: the node has room for it beside the held pod.
+				return pod("avoider", "0", "0", testpods.AntiAffine(corev1.LabelHostname, "web"))
+			},
+			why: "pod anti-affinity",
+		},
 	}
-	before := node.DeepCopy()
-	node.Labels["test-filler"] = "held"
-	if err := e.client.Patch(ctx, &node, client.MergeFrom(before)); err != nil {
-		t.Fatalf("labelling node %s: %v", node.Name, err)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := holdZoneSpreadPlan(t)
+			e := h.e
+			ctx := t.Context()
+			var node corev1.Node
+			if err := e.client.Get(ctx, client.ObjectKey{Name: h.held}, &node); err != nil {
+				t.Fatalf("reading the held pod's node: %v", err)
+			}
+			before := node.DeepCopy()
+			node.Labels["test-only"] = "held"
+			if err := e.client.Patch(ctx, &node, client.MergeFrom(before)); err != nil {
+				t.Fatalf("labelling node %s: %v", node.Name, err)
+			}
+			other := tc.other(&node)
+			other.Spec.NodeSelector = map[string]string{"test-only": "held"}
+			other = e.createPlainPods(t, h.ns, other)[0]
+			last := ""
+			pollUntil(t, "waiting for "+other.Name+" to be kept off the held pod's node", func(ctx context.Context) (bool, string, error) {
+				if err := h.noNewNodeClaim(ctx); err != nil {
+					return false, "", err
+				}
+				got, err := e.kube.CoreV1().Pods(h.ns).Get(ctx, other.Name, metav1.GetOptions{})
+				if err != nil {
+					return false, last, nil
+				}
+				if got.Spec.NodeName != "" {
+					return false, "", fmt.Errorf("pod %s bound to %s, promised to the held pod", got.Name, got.Spec.NodeName)
+				}
+				last = scheduledMessage(got)
+				return strings.Contains(last, fmt.Sprintf("promised to 1 pod(s) waiting for NodeClaim %s (%s)", h.held, tc.why)), last, nil
+			})
+			h.launchZone(t, "test-zone-b")
+			h.awaitPlanBound(t)
+		})
 	}
-	// It fits the node alone (the held pod is not bound) but not beside the held pod (500m).
-	free := node.Status.Allocatable.Cpu().DeepCopy()
-	free.Sub(resource.MustParse("250m"))
-	filler := e.createPlainPods(t, h.ns, pod("filler", free.String(), "64Mi", func(p *corev1.Pod) {
-		p.Spec.NodeSelector = map[string]string{"test-filler": "held"}
-	}))[0]
-	pollUntil(t, "waiting for the filler to be kept off the held pod's node", func(ctx context.Context) (bool, string, error) {
-		if err := h.noNewNodeClaim(ctx); err != nil {
-			return false, "", err
-		}
-		got, err := e.kube.CoreV1().Pods(h.ns).Get(ctx, filler.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		if got.Spec.NodeName != "" {
-			return false, "", fmt.Errorf("pod %s bound to %s, into the capacity promised to the held pod", got.Name, got.Spec.NodeName)
-		}
-		msg := scheduledMessage(got)
-		return strings.Contains(msg, "promised to 1 pod(s) waiting for NodeClaim "+h.held), msg, nil
-	})
-	h.launchZone(t, "test-zone-b")
-	h.awaitPlanBound(t)
 }
 
 // halfUpPlan is a zone-spread plan whose zone-a nodes are up, one pod bound there and the
