@@ -28,8 +28,10 @@ import (
 //     placed or released. A plan's pods are the batch's and those that were still on their
 //     way to other NodeClaims when it was made: the solver counted them where they were
 //     planned. Re-planning it would buy a second node and leave the first empty.
-//     The hold ends when no other pod of its plan is still on its way, or PlanHoldDuration
-//     after it began; then the pod is planned again.
+//     The hold ends when no other pod of its plan can still move it on — every other pod
+//     of the plan is placed, gone, or rejected since it was last retried — or PlanHoldDuration
+//     after it began; then the pod is planned again. Meanwhile the node's capacity stays the
+//     held pod's: Filter keeps other pods off it (promised.go).
 //
 // A node the cycle's snapshot does not hold yet (no status names a Filter), or holds with a
 // taint the NodeClaim does not declare (not-ready, unregistered, a startup taint: the snapshot
@@ -54,10 +56,17 @@ type planBook struct {
 	// solver counted them where they were planned (zones, hostnames), so the plan relies on
 	// them arriving as much as on its own pods.
 	inFlight map[uint64]sets.Set[types.UID]
+	// later are, per plan, the plans made afterwards that counted its pods in flight: a pod
+	// of the earlier plan relies on their pods as much (a zone one of them fills is a zone
+	// the earlier pod's spread waits for), so the relation is kept both ways.
+	later map[uint64]sets.Set[uint64]
 }
 
 func newPlanBook() *planBook {
-	return &planBook{planOf: map[types.UID]uint64{}, podsOf: map[uint64]sets.Set[types.UID]{}, inFlight: map[uint64]sets.Set[types.UID]{}}
+	return &planBook{
+		planOf: map[types.UID]uint64{}, podsOf: map[uint64]sets.Set[types.UID]{},
+		inFlight: map[uint64]sets.Set[types.UID]{}, later: map[uint64]sets.Set[uint64]{},
+	}
 }
 
 // begin returns the id of a new plan made while the pods in inFlight waited for NodeClaims.
@@ -65,6 +74,16 @@ func (b *planBook) begin(inFlight sets.Set[types.UID]) uint64 {
 	b.next++
 	if inFlight.Len() > 0 {
 		b.inFlight[b.next] = inFlight
+	}
+	for uid := range inFlight {
+		earlier, ok := b.planOf[uid]
+		if !ok {
+			continue
+		}
+		if b.later[earlier] == nil {
+			b.later[earlier] = sets.New[uint64]()
+		}
+		b.later[earlier].Insert(b.next)
 	}
 	return b.next
 }
@@ -98,6 +117,13 @@ func (b *planBook) siblings(uid types.UID) ([]types.UID, bool) {
 			out = append(out, other)
 		}
 	}
+	for later := range b.later[plan] {
+		for other := range b.podsOf[later] {
+			if other != uid {
+				out = append(out, other)
+			}
+		}
+	}
 	return out, true
 }
 
@@ -111,6 +137,7 @@ func (b *planBook) forget(uid types.UID) {
 	if b.podsOf[plan].Len() == 0 {
 		delete(b.podsOf, plan)
 		delete(b.inFlight, plan)
+		delete(b.later, plan)
 	}
 }
 
@@ -172,10 +199,16 @@ func (p *Plugin) holdPin(ctx context.Context, uid types.UID, nodeClaim, rejected
 	switch {
 	case rejectedBy == "":
 		// Not rejected: the node is not in the scheduler's snapshot yet.
+		p.stuck.Delete(uid)
 	case !podDependentFilters.Has(rejectedBy):
 		return ""
-	case !p.planStillArriving(uid):
-		return ""
+	default:
+		// Rejected with the plan as far as it got: until another of its pods is placed (and
+		// this one is retried), it cannot move the rest of its plan on.
+		p.stuck.Insert(uid)
+		if !p.planStillArriving(uid) {
+			return ""
+		}
 	}
 	now := p.clock.Now()
 	since, ok := p.held[uid]
@@ -197,8 +230,12 @@ func (p *Plugin) holdPin(ctx context.Context, uid types.UID, nodeClaim, rejected
 }
 
 // planStillArriving reports whether another pod of uid's plan still waits for its NodeClaim
-// and is not itself held: placing it may change what the Filters that count pods say. Callers
-// hold p.mu.
+// and may still be placed: placing it may change what the Filters that count pods say. A held
+// pod is not stuck for good: it is retried whenever a pod of its plan is placed, and one whose
+// retry is still queued (behind this pod's) may well fit now. Only pods rejected since their
+// last retry cannot move the plan on; when every waiting pod of the plan is such a pod, the
+// plan cannot be completed as it stands. (Counting every held pod as stuck released whole
+// plans at once: the first of a round of retries saw all the others held.) Callers hold p.mu.
 func (p *Plugin) planStillArriving(uid types.UID) bool {
 	siblings, known := p.plans.siblings(uid)
 	if !known {
@@ -211,8 +248,7 @@ func (p *Plugin) planStillArriving(uid types.UID) bool {
 	}
 	return slices.ContainsFunc(siblings, func(other types.UID) bool {
 		_, waiting := p.waits.nodeClaimFor(other)
-		_, held := p.held[other]
-		return waiting && !held
+		return waiting && !p.stuck.Has(other)
 	})
 }
 
@@ -229,6 +265,8 @@ func (p *Plugin) heldAffectedBy(uids ...types.UID) []types.UID {
 		// A pod of no known plan counts every waiting pod as its plan.
 		if !known || slices.ContainsFunc(siblings, gone.Has) {
 			out = append(out, held)
+			// Retried by the caller: it may fit now.
+			p.stuck.Delete(held)
 		}
 	}
 	slices.Sort(out)

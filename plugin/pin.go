@@ -13,6 +13,7 @@ var _ fwk.PreFilterPlugin = &Plugin{}
 // launchState is what the plugin knows of a NodeClaim its pods wait for.
 type launchState struct {
 	nodeName    string // the registered node, once there is one
+	providerID  string // the launched instance, once there is one
 	initialized bool
 	taints      []corev1.Taint // the NodeClaim's own taints, which its node keeps
 }
@@ -45,13 +46,17 @@ var _ fwk.FilterPlugin = &Plugin{}
 // already narrows the nodes, but kube-scheduler tries a pod's nominated node
 // (status.nominatedNodeName) first and regardless of PreFilter's result: a nomination left
 // from an earlier plan must not take the pod to a node it is no longer planned onto, leaving
-// the NodeClaim it now waits for empty.
+// the NodeClaim it now waits for empty. Any other pod is kept off capacity promised to the
+// pods that wait for a registered node (filterPromised).
 func (p *Plugin) Filter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
 	p.mu.Lock()
 	nodeClaim, ok := p.waits.nodeClaimFor(pod.UID)
 	node := p.launches[nodeClaim].nodeName
 	p.mu.Unlock()
-	if !ok || (node != "" && nodeInfo.Node() != nil && nodeInfo.Node().Name == node) {
+	if !ok {
+		return p.filterPromised(pod, nodeInfo)
+	}
+	if node != "" && nodeInfo.Node() != nil && nodeInfo.Node().Name == node {
 		return nil
 	}
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, waitingMessage(nodeClaim))

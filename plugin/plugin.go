@@ -59,12 +59,18 @@ type Plugin struct {
 	unschedulable map[types.UID]string               // the latest plan's reason per pod
 	refs          map[types.UID]types.NamespacedName // unassigned pods seen, to activate them by UID
 	launches      map[string]launchState             // NodeClaims by name: their node, once known
-	plans         *planBook                          // which pods were planned together
-	held          map[types.UID]time.Time            // pods keeping a rejected pin (see holdPin), since when
-	written       map[string]sets.Set[types.UID]     // NodeClaim writes the informer does not show yet
-	observed      map[string]sets.Set[types.UID]     // planned-pods entries the informer showed last, by NodeClaim
-	claimedBy     map[types.UID]string               // planned-pods annotation entries of launching NodeClaims
-	quarantined   map[types.UID]time.Time            // pods of a batch whose planning panicked, until when
+	// nodeClaimOf finds a NodeClaim by its node's name and by its provider ID: the node can
+	// become schedulable (its unregistered taint lifted) before the NodeClaim names it.
+	nodeClaimOfNode, nodeClaimOfProvider map[string]string
+	plans                                *planBook               // which pods were planned together
+	held                                 map[types.UID]time.Time // pods keeping a rejected pin (see holdPin), since when
+	// stuck are the held pods a Filter that counts pods rejected and that were not retried
+	// since (see planStillArriving).
+	stuck       sets.Set[types.UID]
+	written     map[string]sets.Set[types.UID] // NodeClaim writes the informer does not show yet
+	observed    map[string]sets.Set[types.UID] // planned-pods entries the informer showed last, by NodeClaim
+	claimedBy   map[types.UID]string           // planned-pods annotation entries of launching NodeClaims
+	quarantined map[types.UID]time.Time        // pods of a batch whose planning panicked, until when
 
 	// buffers reads CapacityBuffers (gate CapacityBuffer); nil with the gate off.
 	buffers *bufferSource
@@ -96,33 +102,36 @@ func newPlugin(ctx context.Context, args ProvisionerArgs, profile string, deps d
 		deps.clock = clock.RealClock{}
 	}
 	p := &Plugin{
-		args:          args,
-		profile:       profile,
-		names:         sets.New(args.SchedulerNames...),
-		clock:         deps.clock,
-		pods:          deps.pods,
-		nodeInfos:     deps.nodeInfos,
-		activator:     deps.activator,
-		nominator:     deps.nominator,
-		recorder:      deps.recorder,
-		client:        deps.client,
-		planner:       deps.planner,
-		leader:        deps.leader,
-		synced:        func() {},
-		batcher:       NewBatcher(deps.clock, args.BatchIdleDuration.Duration, args.BatchMaxDuration.Duration),
-		pending:       newPendingSet(),
-		waits:         newWaitBook(),
-		unschedulable: map[types.UID]string{},
-		refs:          map[types.UID]types.NamespacedName{},
-		launches:      map[string]launchState{},
-		plans:         newPlanBook(),
-		held:          map[types.UID]time.Time{},
-		written:       map[string]sets.Set[types.UID]{},
-		observed:      map[string]sets.Set[types.UID]{},
-		claimedBy:     map[types.UID]string{},
-		quarantined:   map[types.UID]time.Time{},
-		times:         newPodTimes(),
-		ctx:           ctx,
+		args:                args,
+		profile:             profile,
+		names:               sets.New(args.SchedulerNames...),
+		clock:               deps.clock,
+		pods:                deps.pods,
+		nodeInfos:           deps.nodeInfos,
+		activator:           deps.activator,
+		nominator:           deps.nominator,
+		recorder:            deps.recorder,
+		client:              deps.client,
+		planner:             deps.planner,
+		leader:              deps.leader,
+		synced:              func() {},
+		batcher:             NewBatcher(deps.clock, args.BatchIdleDuration.Duration, args.BatchMaxDuration.Duration),
+		pending:             newPendingSet(),
+		waits:               newWaitBook(),
+		unschedulable:       map[types.UID]string{},
+		refs:                map[types.UID]types.NamespacedName{},
+		launches:            map[string]launchState{},
+		nodeClaimOfNode:     map[string]string{},
+		nodeClaimOfProvider: map[string]string{},
+		plans:               newPlanBook(),
+		held:                map[types.UID]time.Time{},
+		stuck:               sets.New[types.UID](),
+		written:             map[string]sets.Set[types.UID]{},
+		observed:            map[string]sets.Set[types.UID]{},
+		claimedBy:           map[types.UID]string{},
+		quarantined:         map[types.UID]time.Time{},
+		times:               newPodTimes(),
+		ctx:                 ctx,
 	}
 	if deps.planner != nil {
 		// Only a plugin that provisions syncs caches the batch loop waits for.
@@ -156,7 +165,9 @@ func (p *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *corev1.P
 // waiting for a registered node is nominated to it, so kube-scheduler counts it there when it
 // filters other pods (of no higher priority): they do not take the capacity planned for it,
 // and topology spread and pod affinity count it in its node's domains. A pod pinned to no
-// node clears any nomination (its plan was dropped).
+// node clears any nomination (its plan was dropped). DefaultPreemption, the next PostFilter,
+// overrides it with no node when it finds no victims, so the capacity itself is kept by
+// Filter (filterPromised); the nomination is what other tools (and kubectl) see.
 func (p *Plugin) nomination(pod *corev1.Pod) *fwk.PostFilterResult {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -191,6 +202,7 @@ func (p *Plugin) admit(ctx context.Context, pod *corev1.Pod, reasons, rejectedBy
 		// the hold ran out. Plan again.
 		p.waits.forgetPod(pod.UID)
 		delete(p.held, pod.UID)
+		p.stuck.Delete(pod.UID)
 		retry = p.heldAffectedBy(pod.UID)
 		p.plans.forget(pod.UID)
 	}
@@ -238,6 +250,7 @@ func (p *Plugin) Reserve(_ context.Context, state fwk.CycleState, pod *corev1.Po
 		r.nodeClaim = nodeClaim
 		p.waits.forgetPod(pod.UID)
 		delete(p.held, pod.UID)
+		p.stuck.Delete(pod.UID)
 		// A pod of a plan is placed: held pods of the plan may fit now, or their plan is
 		// complete and they are to be planned again.
 		retry = p.heldAffectedBy(pod.UID)
@@ -288,6 +301,7 @@ func (p *Plugin) forget(ctx context.Context, uid types.UID) {
 	_, waited := p.waits.nodeClaimFor(uid)
 	p.waits.forgetPod(uid)
 	delete(p.held, uid)
+	p.stuck.Delete(uid)
 	var retry []types.UID
 	if waited {
 		retry = p.heldAffectedBy(uid)

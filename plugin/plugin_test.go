@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -752,5 +753,166 @@ func TestFilterKeepsPinnedPodsOnTheirNode(t *testing.T) {
 				t.Errorf("Filter = %v, want pass %v", status, tc.wantPass)
 			}
 		})
+	}
+}
+
+// TestFilterKeepsOtherPodsOffPromisedCapacity: a registered node whose NodeClaim still has
+// pods waiting for it takes another pod only beside them — their requests counted, and no
+// required anti-affinity between them either way — so the pod it was planned for is not
+// turned away by its own node (issue 17: pods bound into capacity held pods were planned for,
+// which were then planned again onto new NodeClaims).
+func TestFilterKeepsOtherPodsOffPromisedCapacity(t *testing.T) {
+	withRequests := func(pod *corev1.Pod, cpu string, labels map[string]string) *corev1.Pod {
+		pod.Labels = labels
+		pod.Spec.Containers = []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)},
+		}}}
+		return pod
+	}
+	avoid := func(pod *corev1.Pod, key, value string) *corev1.Pod {
+		pod.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+				TopologyKey:   corev1.LabelHostname,
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{key: value}},
+			}},
+		}}
+		return pod
+	}
+	promised := withRequests(testPod("ns", "promised"), "600m", map[string]string{"tier": "a"})
+	cases := []struct {
+		name     string
+		promised *corev1.Pod
+		pod      *corev1.Pod
+		node     string
+		// byProviderID leaves the node's name out of the NodeClaim's status: the node lost
+		// its unregistered taint before the NodeClaim named it.
+		byProviderID bool
+		wantPass     bool
+	}{
+		{name: "takes the cpu of a node the NodeClaim does not name yet", promised: promised, pod: withRequests(testPod("ns", "early"), "600m", nil), node: "node-a", byProviderID: true, wantPass: false},
+		{name: "fits beside the waiting pod", promised: promised, pod: withRequests(testPod("ns", "small"), "300m", nil), node: "node-a", wantPass: true},
+		{name: "takes the waiting pod's cpu", promised: promised, pod: withRequests(testPod("ns", "big"), "600m", nil), node: "node-a", wantPass: false},
+		{name: "avoids the waiting pod", promised: promised, pod: avoid(withRequests(testPod("ns", "avoids"), "100m", nil), "tier", "a"), node: "node-a", wantPass: false},
+		{name: "the waiting pod avoids it", promised: avoid(promised.DeepCopy(), "tier", "b"),
+			pod: withRequests(testPod("ns", "tier-b"), "100m", map[string]string{"tier": "b"}), node: "node-a", wantPass: false},
+		{name: "a node nothing waits for", promised: promised, pod: withRequests(testPod("ns", "elsewhere"), "600m", nil), node: "node-b", wantPass: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newTestPlugin(t, true, tc.promised, tc.pod)
+			p := env.plugin
+			p.observePod(t.Context(), tc.promised)
+			p.nominate(1, "default-a", []*corev1.Pod{tc.promised})
+			nc := &karpv1.NodeClaim{
+				ObjectMeta: metav1.ObjectMeta{Name: "default-a"},
+				Status:     karpv1.NodeClaimStatus{NodeName: "node-a", ProviderID: "kwok://node-a"},
+			}
+			if tc.byProviderID {
+				nc.Status.NodeName = ""
+			}
+			p.observeNodeClaim(t.Context(), nc)
+			info := framework.NewNodeInfo()
+			info.SetNode(&corev1.Node{
+				ObjectMeta: metav1.ObjectMeta{Name: tc.node, Labels: map[string]string{corev1.LabelHostname: tc.node}},
+				Spec:       corev1.NodeSpec{ProviderID: "kwok://" + tc.node},
+				Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+					corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourcePods: resource.MustParse("10"),
+				}},
+			})
+			status := p.Filter(t.Context(), framework.NewCycleState(), tc.pod, info)
+			if status.IsSuccess() != tc.wantPass {
+				t.Errorf("Filter = %v, want pass %v", status, tc.wantPass)
+			}
+			if !tc.wantPass && status.Code() != fwk.UnschedulableAndUnresolvable {
+				t.Errorf("Filter code %v, want UnschedulableAndUnresolvable (preemption cannot free a promise)", status.Code())
+			}
+			// The waiting pod itself passes its own node.
+			if tc.node == "node-a" && !tc.byProviderID {
+				if status := p.Filter(t.Context(), framework.NewCycleState(), tc.promised, info); !status.IsSuccess() {
+					t.Errorf("Filter of the waiting pod on its node = %v", status)
+				}
+			}
+		})
+	}
+}
+
+// TestHoldSurvivesARoundOfRetries: when a pod of a plan is placed, every held pod of the plan
+// is retried; the first of them to be rejected again must not take the others, whose retries
+// are still queued, for stuck and give up the plan (issue 17: whole plans were released at
+// once and planned again). Once each has been rejected since its retry, the plan is stuck.
+func TestHoldSurvivesARoundOfRetries(t *testing.T) {
+	x, y, placed := testPod("ns", "x"), testPod("ns", "y"), testPod("ns", "placed")
+	env := newTestPlugin(t, true, x, y, placed)
+	p := env.plugin
+	for _, pod := range []*corev1.Pod{x, y, placed} {
+		p.observePod(t.Context(), pod)
+	}
+	p.nominate(1, "default-x", []*corev1.Pod{x})
+	p.nominate(1, "default-y", []*corev1.Pod{y})
+	p.nominate(1, "default-placed", []*corev1.Pod{placed})
+	initialized := []metav1.Condition{{Type: karpv1.ConditionTypeInitialized, Status: metav1.ConditionTrue}}
+	for _, name := range []string{"x", "y"} {
+		p.observeNodeClaim(t.Context(), &karpv1.NodeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: "default-" + name},
+			Status:     karpv1.NodeClaimStatus{NodeName: "node-" + name, Conditions: initialized},
+		})
+	}
+	spread := func(node string) fwk.NodeToStatusReader {
+		statuses := framework.NewDefaultNodeToStatus()
+		statuses.Set(node, fwk.NewStatus(fwk.Unschedulable, "spread").WithPlugin("PodTopologySpread"))
+		return statuses
+	}
+	waits := func(pod *corev1.Pod) bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		_, ok := p.waits.nodeClaimFor(pod.UID)
+		return ok
+	}
+	// Both are held while the third pod of the plan is on its way.
+	p.PostFilter(t.Context(), framework.NewCycleState(), x, spread("node-x"))
+	p.PostFilter(t.Context(), framework.NewCycleState(), y, spread("node-y"))
+	if !waits(x) || !waits(y) {
+		t.Fatal("pods were planned again while a pod of their plan was on its way")
+	}
+	// It is placed: both are retried. x is rejected first; y's retry is still to come.
+	p.Reserve(t.Context(), framework.NewCycleState(), placed, "node-placed")
+	p.PostFilter(t.Context(), framework.NewCycleState(), x, spread("node-x"))
+	if !waits(x) {
+		t.Fatal("x gave up its plan while y, retried after the same placement, was still to be tried")
+	}
+	// y is rejected too: now neither can move the plan on.
+	p.PostFilter(t.Context(), framework.NewCycleState(), y, spread("node-y"))
+	if waits(y) {
+		t.Error("y keeps its pin though every pod of its plan was rejected since the last placement")
+	}
+}
+
+// TestHoldCountsLaterPlansThatCountedIt: a plan made while a pod of an earlier plan waited
+// counted that pod where it was planned; the earlier pod's hold relies on the later plan's
+// pods as much as they rely on it.
+func TestHoldCountsLaterPlansThatCountedIt(t *testing.T) {
+	earlier, later := testPod("ns", "earlier"), testPod("ns", "later")
+	env := newTestPlugin(t, true, earlier, later)
+	p := env.plugin
+	p.observePod(t.Context(), earlier)
+	p.observePod(t.Context(), later)
+	p.nominate(p.plans.begin(nil), "default-earlier", []*corev1.Pod{earlier})
+	p.nominate(p.plans.begin(sets.New(earlier.UID)), "default-later", []*corev1.Pod{later})
+	p.observeNodeClaim(t.Context(), &karpv1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "default-earlier"},
+		Status:     karpv1.NodeClaimStatus{NodeName: "node-earlier", Conditions: []metav1.Condition{{Type: karpv1.ConditionTypeInitialized, Status: metav1.ConditionTrue}}},
+	})
+	statuses := framework.NewDefaultNodeToStatus()
+	statuses.Set("node-earlier", fwk.NewStatus(fwk.Unschedulable, "spread").WithPlugin("PodTopologySpread"))
+	p.PostFilter(t.Context(), framework.NewCycleState(), earlier, statuses)
+	if _, waits := p.waits.nodeClaimFor(earlier.UID); !waits || p.pending.has(earlier.UID) {
+		t.Fatal("the pod was planned again while a later plan that counted it was still on its way")
+	}
+	env.activator.reset()
+	p.Reserve(t.Context(), framework.NewCycleState(), later, "node-later")
+	if err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return slices.Contains(env.activator.keys(), "ns/earlier"), nil
+	}); err != nil {
+		t.Fatalf("the held pod was not retried when a pod of the later plan was placed: %v", err)
 	}
 }

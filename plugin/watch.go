@@ -107,6 +107,13 @@ func (p *Plugin) nodeClaimHandler(ctx context.Context) cache.ResourceEventHandle
 			}
 			if nc, ok := obj.(*karpv1.NodeClaim); ok {
 				p.mu.Lock()
+				launch := p.launches[nc.Name]
+				if p.nodeClaimOfNode[launch.nodeName] == nc.Name {
+					delete(p.nodeClaimOfNode, launch.nodeName)
+				}
+				if p.nodeClaimOfProvider[launch.providerID] == nc.Name {
+					delete(p.nodeClaimOfProvider, launch.providerID)
+				}
 				delete(p.launches, nc.Name)
 				delete(p.written, nc.Name)
 				delete(p.observed, nc.Name)
@@ -130,7 +137,13 @@ func (p *Plugin) observeNodeClaim(ctx context.Context, obj any) {
 	initialized := meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeInitialized)
 	p.mu.Lock()
 	before := p.launches[nc.Name]
-	p.launches[nc.Name] = launchState{nodeName: nc.Status.NodeName, initialized: initialized, taints: nc.Spec.Taints}
+	p.launches[nc.Name] = launchState{nodeName: nc.Status.NodeName, providerID: nc.Status.ProviderID, initialized: initialized, taints: nc.Spec.Taints}
+	if nc.Status.NodeName != "" {
+		p.nodeClaimOfNode[nc.Status.NodeName] = nc.Name
+	}
+	if nc.Status.ProviderID != "" {
+		p.nodeClaimOfProvider[nc.Status.ProviderID] = nc.Name
+	}
 	p.mu.Unlock()
 	if nc.Status.NodeName != "" && before.nodeName != nc.Status.NodeName {
 		p.nominateToNode(ctx, nc.Status.NodeName, p.waitingFor(nc.Name))
@@ -195,6 +208,7 @@ func (p *Plugin) release(ctx context.Context, nodeClaim string) {
 	uids := p.waits.forgetNodeClaim(nodeClaim)
 	for _, uid := range uids {
 		delete(p.held, uid)
+		p.stuck.Delete(uid)
 	}
 	// Held pods of the same plans: one of their siblings will not arrive as planned.
 	retry := p.heldAffectedBy(uids...)

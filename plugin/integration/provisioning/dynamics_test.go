@@ -233,6 +233,99 @@ func pollUntil(t *testing.T, what string, cond func(ctx context.Context) (done b
 // zone-b pods are still on their way — and bind there once they are placed; planning it again
 // would leave its node empty.
 func TestZoneSpreadPinHoldsWhileItsPlanArrives(t *testing.T) {
+	h := holdZoneSpreadPlan(t)
+	// Zone b comes up: every pod binds where it was planned, and no NodeClaim was added.
+	h.launchZone(t, "test-zone-b")
+	h.awaitPlanBound(t)
+}
+
+// TestHeldPodsCapacityStaysTheirs (issue 17): while a pod is held on its own node by its
+// spread, the node is promised to it. kube-scheduler alone would give it away: the held pod's
+// nomination is cleared by DefaultPreemption (no victims), and another pod binds there — one
+// that fits the node's free capacity only without the held pod (the held pod, retried once its
+// plan arrives, is then rejected for resources and planned onto a new NodeClaim), or one whose
+// required anti-affinity the held pod matches (it is then rejected by InterPodAffinity for
+// good). Here such a pod, which only that node may take (a label the NodePool cannot give),
+// arrives while the pod is held: it must be kept off, and the plan completes as made.
+func TestHeldPodsCapacityStaysTheirs(t *testing.T) {
+	cases := []struct {
+		name string
+		// other builds the pod that arrives, given the held pod's node.
+		other func(node *corev1.Node) *corev1.Pod
+		why   string
+	}{
+		{
+			name: "resources",
+			other: func(node *corev1.Node) *corev1.Pod {
+				// It fits the node alone (the held pod is not bound), not beside it (500m).
+				free := node.Status.Allocatable.Cpu().DeepCopy()
+				free.Sub(resource.MustParse("250m"))
+				return pod("filler", free.String(), "64Mi")
+			},
+			why: "insufficient cpu",
+		},
+		{
+			name: "anti-affinity",
+			other: func(*corev1.Node) *corev1.Pod {
+				// No requests: the node has room for it beside the held pod.
+				return pod("avoider", "0", "0", testpods.AntiAffine(corev1.LabelHostname, "web"))
+			},
+			why: "pod anti-affinity",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := holdZoneSpreadPlan(t)
+			e := h.e
+			ctx := t.Context()
+			var node corev1.Node
+			if err := e.client.Get(ctx, client.ObjectKey{Name: h.held}, &node); err != nil {
+				t.Fatalf("reading the held pod's node: %v", err)
+			}
+			before := node.DeepCopy()
+			node.Labels["test-only"] = "held"
+			if err := e.client.Patch(ctx, &node, client.MergeFrom(before)); err != nil {
+				t.Fatalf("labelling node %s: %v", node.Name, err)
+			}
+			other := tc.other(&node)
+			other.Spec.NodeSelector = map[string]string{"test-only": "held"}
+			other = e.createPlainPods(t, h.ns, other)[0]
+			last := ""
+			pollUntil(t, "waiting for "+other.Name+" to be kept off the held pod's node", func(ctx context.Context) (bool, string, error) {
+				if err := h.noNewNodeClaim(ctx); err != nil {
+					return false, "", err
+				}
+				got, err := e.kube.CoreV1().Pods(h.ns).Get(ctx, other.Name, metav1.GetOptions{})
+				if err != nil {
+					return false, last, nil
+				}
+				if got.Spec.NodeName != "" {
+					return false, "", fmt.Errorf("pod %s bound to %s, promised to the held pod", got.Name, got.Spec.NodeName)
+				}
+				last = scheduledMessage(got)
+				return strings.Contains(last, fmt.Sprintf("promised to 1 pod(s) waiting for NodeClaim %s (%s)", h.held, tc.why)), last, nil
+			})
+			h.launchZone(t, "test-zone-b")
+			h.awaitPlanBound(t)
+		})
+	}
+}
+
+// halfUpPlan is a zone-spread plan whose zone-a nodes are up, one pod bound there and the
+// other held on its own node by its spread, while zone b's NodeClaims still launch.
+type halfUpPlan struct {
+	e      *env
+	ns     string
+	byZone map[string][]*karpv1.NodeClaim
+	onto   map[types.UID]*karpv1.NodeClaim
+	// held is the NodeClaim (and node) of the held pod.
+	held    string
+	planned map[string]bool
+}
+
+// holdZoneSpreadPlan plays TestZoneSpreadPinHoldsWhileItsPlanArrives up to the held pod.
+func holdZoneSpreadPlan(t *testing.T) *halfUpPlan {
+	t.Helper()
 	e := testEnv(t)
 	ns := e.newNamespace(t)
 	zones := []string{"test-zone-a", "test-zone-b"}
@@ -277,25 +370,12 @@ func TestZoneSpreadPinHoldsWhileItsPlanArrives(t *testing.T) {
 	for _, nc := range claims {
 		planned[nc.Name] = true
 	}
-	// noNewNodeClaim fails the test at once when a pod was planned again.
-	noNewNodeClaim := func(ctx context.Context) error {
-		now, err := e.nodeClaims(ctx)
-		if err != nil {
-			return nil
-		}
-		for _, nc := range now {
-			if !planned[nc.Name] {
-				return fmt.Errorf("NodeClaim %s was created for pods %v after the plan: a pod was planned again", nc.Name, simulation.PlannedPods(nc))
-			}
-		}
-		return nil
-	}
+	h := &halfUpPlan{e: e, ns: ns, byZone: byZone, onto: podsPlannedOnto(claims), planned: planned}
+	noNewNodeClaim := h.noNewNodeClaim
 
 	// Zone a comes up first.
-	for _, nc := range byZone["test-zone-a"] {
-		e.launchAndInitialize(t, nc)
-	}
-	onto := podsPlannedOnto(claims)
+	h.launchZone(t, "test-zone-a")
+	onto := h.onto
 	pollUntil(t, "waiting for one zone-a pod to bind and the other to be held by its spread", func(ctx context.Context) (bool, string, error) {
 		if err := noNewNodeClaim(ctx); err != nil {
 			return false, "", err
@@ -321,27 +401,52 @@ func TestZoneSpreadPinHoldsWhileItsPlanArrives(t *testing.T) {
 			msg := scheduledMessage(&pod)
 			if strings.Contains(msg, "waiting for NodeClaim "+nc.Name) && strings.Contains(msg, "PodTopologySpread") {
 				held++
+				h.held = nc.Name
 			}
 			states = append(states, pod.Name+": "+msg)
 		}
 		return bound == 1 && held == 1, fmt.Sprintf("%d bound, %d held: %v", bound, held, states), nil
 	})
+	return h
+}
 
-	// Zone b comes up: every pod binds where it was planned, and no NodeClaim was added.
-	for _, nc := range byZone["test-zone-b"] {
-		e.launchAndInitialize(t, nc)
+// noNewNodeClaim fails the test at once when a pod was planned again.
+func (h *halfUpPlan) noNewNodeClaim(ctx context.Context) error {
+	now, err := h.e.nodeClaims(ctx)
+	if err != nil {
+		return nil
 	}
+	for _, nc := range now {
+		if !h.planned[nc.Name] {
+			return fmt.Errorf("NodeClaim %s was created for pods %v after the plan: a pod was planned again", nc.Name, simulation.PlannedPods(nc))
+		}
+	}
+	return nil
+}
+
+// launchZone launches and initializes the plan's NodeClaims in zone.
+func (h *halfUpPlan) launchZone(t *testing.T, zone string) {
+	t.Helper()
+	for _, nc := range h.byZone[zone] {
+		h.e.launchAndInitialize(t, nc)
+	}
+}
+
+// awaitPlanBound waits until every pod of the plan is bound where it was planned, failing at
+// once when one binds elsewhere or a NodeClaim is added.
+func (h *halfUpPlan) awaitPlanBound(t *testing.T) {
+	t.Helper()
 	pollUntil(t, "waiting for every pod to bind to its planned node", func(ctx context.Context) (bool, string, error) {
-		if err := noNewNodeClaim(ctx); err != nil {
+		if err := h.noNewNodeClaim(ctx); err != nil {
 			return false, "", err
 		}
-		list, err := e.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		list, err := h.e.kube.CoreV1().Pods(h.ns).List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
 		if err != nil {
 			return false, err.Error(), nil
 		}
 		var waiting []string
 		for _, pod := range list.Items {
-			nc := onto[pod.UID]
+			nc := h.onto[pod.UID]
 			switch {
 			case nc == nil:
 				return false, "", fmt.Errorf("pod %s is not in the plan", pod.Name)
