@@ -38,6 +38,10 @@ generate: ## Generate deepcopy functions, the CRDs in manifests/crds (copied int
 verify: generate ## Fail when generated files are stale, code is not gofmt'ed, go vet complains, an import breaks the layout's rules or the tree is dirty
 	hack/verify.sh
 
+# e2e suites run at once: each starts its own local cluster and mostly waits on it, so more
+# suites than cores keep the machine busy (go test's default -p is the number of cores).
+E2E_PARALLEL ?= 3
+
 # The unit and integration packages; the e2e suites run the bin/ binaries in processes of
 # their own, which the race detector cannot see.
 UNIT_PACKAGES = $$($(GO) list ./... | grep -v /e2e/)
@@ -49,7 +53,7 @@ UNIT_PACKAGES = $$($(GO) list ./... | grep -v /e2e/)
 # hide a regression in them.
 test: tools build ## Unit and integration tests under the race detector, then the e2e suites (what CI runs); integration and e2e tests start real clusters on 127.0.0.1
 	$(GO) test -race -count=1 $(TEST_FLAGS) $(UNIT_PACKAGES)
-	$(GO) test -count=1 $(TEST_FLAGS) ./e2e/...
+	$(GO) test -count=1 -p $(E2E_PARALLEL) $(TEST_FLAGS) ./e2e/...
 
 .PHONY: test-race
 test-race: tools ## Only the unit and integration tests, under the race detector
