@@ -30,6 +30,16 @@ if ! go test -count=1 ./internal/layout/; then
   status=1
 fi
 
+# A built binary or a data dump committed by mistake makes every clone and every submission
+# carry it; source, fixtures and generated code here are all far below this.
+max_bytes=$((1024 * 1024))
+large=$(git ls-files -z | xargs -0 -r stat -c '%s %n' 2>/dev/null | awk -v max="$max_bytes" '$1 > max {print}')
+if [ -n "$large" ]; then
+  echo "tracked files larger than 1 MiB (binaries and dumps belong in ignored folders):" >&2
+  echo "$large" >&2
+  status=1
+fi
+
 dirty=$(git status --porcelain)
 if [ -n "$dirty" ]; then
   echo "the tree is dirty after make generate: generated files are stale or changes are uncommitted:" >&2
