@@ -75,6 +75,25 @@ func (its InstanceTypes) Truncate(reqs scheduling.Requirements, maxItems int) (I
 	return out, nil
 }
 
+// CheaperThan returns the types (order kept) that a node meeting reqs can be launched as for
+// less than price whichever offering the launch picks: the type is compatible with reqs (some
+// available offering), and every offering compatible with reqs costs less than price,
+// unavailable ones included, since availability changes between a decision and its launch.
+// Consolidation narrows a replacement to these, so that no fallback (on-demand when spot runs
+// out, another zone) can cost more than the nodes it replaces.
+func (its InstanceTypes) CheaperThan(reqs scheduling.Requirements, price float64) InstanceTypes {
+	var out InstanceTypes
+	for _, it := range its {
+		if !it.CompatibleWith(reqs) {
+			continue
+		}
+		if dearest := it.Offerings.Compatible(reqs).MostExpensive(); dearest != nil && dearest.Price < price {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
 // MinValuesShortfall returns nil when the types together cover every minValues of reqs, or an
 // error naming each key that falls short.
 func (its InstanceTypes) MinValuesShortfall(reqs scheduling.Requirements) error {

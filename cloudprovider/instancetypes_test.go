@@ -146,3 +146,34 @@ func TestTruncateCountsOnlyAllowedValues(t *testing.T) {
 		t.Errorf("Truncate() = %s, want t0,t2", names(got))
 	}
 }
+
+// TestCheaperThan: a type is cheaper only when every offering a launch may pick is; an
+// unavailable dearer offering still counts, an unavailable cheap one alone does not launch.
+func TestCheaperThan(t *testing.T) {
+	its := InstanceTypes{
+		testType("both-cheaper", "m5", NewOffering("zone-a", "spot", 0.1, true), NewOffering("zone-a", "on-demand", 0.3, true)),
+		testType("spot-only-cheaper", "m5", NewOffering("zone-a", "spot", 0.1, true), NewOffering("zone-a", "on-demand", 0.6, true)),
+		testType("dearer-zone", "m5", NewOffering("zone-a", "on-demand", 0.2, true), NewOffering("zone-b", "on-demand", 0.7, true)),
+		testType("dearer-unavailable", "m5", NewOffering("zone-a", "on-demand", 0.2, true), NewOffering("zone-a", "spot", 0.6, false)),
+		testType("only-unavailable", "m5", NewOffering("zone-a", "on-demand", 0.1, false)),
+		testType("equal", "m5", NewOffering("zone-a", "on-demand", 0.5, true)),
+	}
+	spot := scheduling.NewRequirements(req(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeSpot))
+	zoneA := scheduling.NewRequirements(req(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "zone-a"))
+	tests := []struct {
+		name string
+		reqs scheduling.Requirements
+		want string
+	}{
+		{name: "any offering", reqs: scheduling.NewRequirements(), want: "both-cheaper"},
+		{name: "pinned to spot", reqs: spot, want: "both-cheaper,spot-only-cheaper"},
+		{name: "pinned to a zone", reqs: zoneA, want: "both-cheaper,dearer-zone"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := names(its.CheaperThan(tt.reqs, 0.5)); got != tt.want {
+				t.Errorf("CheaperThan = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}

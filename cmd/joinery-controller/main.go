@@ -84,7 +84,7 @@ func main() {
 	flag.DurationVar(&opts.leaseDuration, "leader-election-lease-duration", 15*time.Second, "how long a leader's lease lasts before another replica may take over")
 	flag.StringVar(&opts.cloudProvider, "cloud-provider", kwok.Name, "cloud provider that launches nodes: kwok or aws")
 	flag.DurationVar(&opts.registrationTTL, "registration-ttl", lifecycle.DefaultRegistrationTTL, "how long after its creation a NodeClaim may wait for its node to register before it is deleted (the liveness TTL)")
-	flag.DurationVar(&opts.initializationTTL, "initialization-ttl", lifecycle.DefaultInitializationTTL, "how long after registering a NodeClaim's node may take to initialize before the NodeClaim is deleted")
+	flag.DurationVar(&opts.initializationTTL, "initialization-ttl", 0, fmt.Sprintf("how long after registering a NodeClaim's node may take to initialize before the NodeClaim is deleted; 0 (the default, as Karpenter) never deletes it for that, e.g. %s opts in", lifecycle.SuggestedInitializationTTL))
 	flag.DurationVar(&opts.gcInterval, "gc-interval", garbagecollection.DefaultInterval, "how often instances without a NodeClaim, Nodes without a NodeClaim and NodeClaims without an instance are garbage-collected")
 	flag.StringVar(&opts.interruptionQueue, "interruption-queue", os.Getenv("INTERRUPTION_QUEUE"), "aws: name of the SQS queue EventBridge forwards spot interruptions, scheduled changes and instance state changes to; empty disables interruption handling (env INTERRUPTION_QUEUE)")
 	gates, err := featuregates.FromEnv(os.Getenv(featuregates.EnvVar))

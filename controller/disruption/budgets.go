@@ -6,9 +6,10 @@ import (
 	"github.com/joinery-dev/joinery/controller/disruption/budget"
 )
 
-// Counts returns every NodePool's node counts as budgets see them: nodes being deleted (or
-// already chosen by a command) and nodes not ready (not registered yet included) count against
-// the budget.
+// Counts returns every NodePool's node counts as budgets see them (Karpenter's): only
+// initialized nodes count, so a scale-up in progress neither raises the total nor eats the
+// room for disruption; of those, nodes being deleted (or already chosen by a command) and
+// nodes not Ready count against the budget.
 func (c *Cluster) Counts() map[string]budget.Counts {
 	out := map[string]budget.Counts{}
 	for name := range c.NodePools {
@@ -16,7 +17,7 @@ func (c *Cluster) Counts() map[string]budget.Counts {
 	}
 	for _, nc := range c.NodeClaims {
 		np := c.NodePoolOf(nc)
-		if np == nil {
+		if np == nil || !isInitialized(nc) {
 			continue
 		}
 		counts := out[np.Name]

@@ -80,9 +80,10 @@ func (c *Consolidation) simulator() Simulator { return c.Simulator }
 func (c *Consolidation) Reason() string { return karpv1.DisruptionReasonUnderutilized }
 
 // ShouldDisrupt: NodePools with consolidationPolicy WhenEmptyOrUnderutilized or Balanced,
-// NodeClaims whose consolidateAfter has passed (Consolidatable=True).
+// NodeClaims whose consolidateAfter has passed (Consolidatable=True), with pods to move. Empty
+// nodes are Emptiness's (Karpenter's rule), so a budget for reason Empty protects them.
 func (c *Consolidation) ShouldDisrupt(cand *Candidate) bool {
-	return consolidatable(cand.NodeClaim, cand.NodePool)
+	return len(cand.Pods) > 0 && consolidatable(cand.NodeClaim, cand.NodePool)
 }
 
 func consolidatable(nc *karpv1.NodeClaim, np *karpv1.NodePool) bool {
@@ -98,9 +99,13 @@ func consolidatable(nc *karpv1.NodeClaim, np *karpv1.NodePool) bool {
 // unconsolidatable marks the methods whose blocked nodes also get Unconsolidatable events.
 func (c *Consolidation) unconsolidatable() bool { return true }
 
-// MultiNodeConsolidation removes the largest prefix (up to MaxMultiNodeCandidates) of the
-// candidates in disruption-cost order that can go with at most one cheaper replacement,
-// found by binary search over the prefix length.
+// MultiNodeConsolidation removes, within one NodePool, the largest prefix (up to
+// MaxMultiNodeCandidates and the NodePool's budget) of its candidates in disruption-cost order
+// that can go with at most one cheaper replacement, found by binary search over the prefix
+// length. NodePools are tried in the order of their cheapest candidate; the first with a
+// command wins. Karpenter searches one prefix of all NodePools' candidates together, which
+// gets stuck when NodePools cannot share a replacement: every mixed prefix needs one
+// replacement per NodePool, so nothing is consolidated.
 type MultiNodeConsolidation struct {
 	Consolidation
 }
@@ -115,35 +120,57 @@ func (m *MultiNodeConsolidation) ComputeCommand(ctx context.Context, c *Cluster,
 	}
 	start := m.now()
 	deadline := start.Add(timeout)
-	sorted := m.order(cands, start)
-	remaining := clonePerPool(allowed)
-	var prefix []*Candidate
-	for _, cand := range sorted {
-		if len(prefix) == MaxMultiNodeCandidates {
-			break
-		}
-		if remaining[cand.NodePool.Name] <= 0 {
+	var pools []string
+	prefixes := map[string][]*Candidate{}
+	for _, cand := range m.order(cands, start) {
+		name := cand.NodePool.Name
+		if len(prefixes[name]) >= min(MaxMultiNodeCandidates, allowed[name]) {
 			continue // single-node consolidation reports the budget
 		}
-		remaining[cand.NodePool.Name]--
-		prefix = append(prefix, cand)
-	}
-	if len(prefix) < 2 {
-		return nil, nil, nil // one node at a time is single-node consolidation's
+		if prefixes[name] == nil {
+			pools = append(pools, name)
+		}
+		prefixes[name] = append(prefixes[name], cand)
 	}
 	prices := newPriceBook(m.InstanceTypes)
-	var best *Command
-	lo, hi := 2, len(prefix)
-	for lo <= hi {
-		if !m.now().Before(deadline) {
-			consolidationTimeouts.WithLabelValues(ConsolidationTypeMulti).Inc()
-			log.FromContext(ctx).Info("multi-node consolidation timed out, using the best command found", "timeout", timeout, "found", best != nil)
-			break
+	for _, name := range pools {
+		prefix := prefixes[name]
+		if len(prefix) < 2 {
+			continue // one node at a time is single-node consolidation's
 		}
-		mid := (lo + hi) / 2
-		cmd, _, err := m.evaluate(ctx, c, prices, prefix[:mid], false)
+		best, timedOut, err := m.searchPrefix(ctx, c, prices, prefix, deadline)
 		if err != nil {
 			return nil, nil, err
+		}
+		if timedOut {
+			consolidationTimeouts.WithLabelValues(ConsolidationTypeMulti).Inc()
+			log.FromContext(ctx).Info("multi-node consolidation timed out, using the best command found", "timeout", timeout, "nodepool", name, "found", best != nil)
+		}
+		if best != nil {
+			best.Method = m.Name()
+			return best, nil, nil
+		}
+		if timedOut {
+			break
+		}
+	}
+	return nil, nil, nil
+}
+
+// searchPrefix finds, by binary search over the length, the longest prefix of cands (at least
+// two) that can go with at most one cheaper replacement; nil when none can. At the deadline it
+// stops with the best command found so far and reports the timeout.
+func (m *MultiNodeConsolidation) searchPrefix(ctx context.Context, c *Cluster, prices *priceBook, cands []*Candidate, deadline time.Time) (*Command, bool, error) {
+	var best *Command
+	lo, hi := 2, len(cands)
+	for lo <= hi {
+		if !m.now().Before(deadline) {
+			return best, true, nil
+		}
+		mid := (lo + hi) / 2
+		cmd, _, err := m.evaluate(ctx, c, prices, cands[:mid], false)
+		if err != nil {
+			return nil, false, err
 		}
 		if cmd != nil {
 			best, lo = cmd, mid+1
@@ -151,10 +178,7 @@ func (m *MultiNodeConsolidation) ComputeCommand(ctx context.Context, c *Cluster,
 			hi = mid - 1
 		}
 	}
-	if best != nil {
-		best.Method = m.Name()
-	}
-	return best, nil, nil
+	return best, false, nil
 }
 
 // SingleNodeConsolidation tries each candidate in disruption-cost order; the first that can
@@ -241,7 +265,7 @@ func (c *Consolidation) judge(ctx context.Context, cluster *Cluster, prices *pri
 	if err != nil {
 		return nil, "", nil, err
 	}
-	if why := sim.Refusal(cands); why != "" {
+	if why := sim.Refusal(cluster, cands); why != "" {
 		return nil, why, sim, nil
 	}
 	cmd := &Command{Reason: c.Reason(), Candidates: cands, Destinations: sim.Destinations}
@@ -268,14 +292,17 @@ func (c *Consolidation) judge(ctx context.Context, cluster *Cluster, prices *pri
 	return cmd, "", sim, nil
 }
 
-// cheaperReplacement narrows the replacement's instance types to those whose cheapest
-// compatible offering costs less than the candidates together, never a candidate's own
-// type, and applies the spot rules; it returns the replacement and the price of its cheapest
-// type, or nil and why when none is left.
+// cheaperReplacement narrows the replacement's instance types to those that cost less than
+// the candidates together whatever offering the launch picks (InstanceTypes.CheaperThan): when
+// the candidates are on-demand and the replacement is cheaper only on spot, it is pinned to
+// spot, so a spot shortage fails the launch (and rolls the command back) instead of falling
+// back to a dearer on-demand node. A candidate's own type is a valid replacement when all its
+// offerings the replacement may use are cheaper (spot instead of on-demand, a cheaper zone the
+// requirements pin). Spot-to-spot applies its own rules. It returns the replacement and the
+// price of its cheapest type, or nil and why when none is left.
 func (c *Consolidation) cheaperReplacement(ctx context.Context, prices *priceBook, cands []*Candidate, nc *karpv1.NodeClaim, single bool) (*karpv1.NodeClaim, float64, string, error) {
 	current := 0.0
 	allSpot := true
-	ownTypes := sets.New[string]()
 	for _, cand := range cands {
 		p, err := prices.nodePrice(ctx, cand)
 		if err != nil {
@@ -285,63 +312,59 @@ func (c *Consolidation) cheaperReplacement(ctx context.Context, prices *priceBoo
 			return nil, 0, fmt.Sprintf("can't price the current node %s", cand.Node.Name), nil
 		}
 		current += p
-		ownTypes.Insert(cand.Node.Labels[corev1.LabelInstanceTypeStable])
 		allSpot = allSpot && cand.Node.Labels[karpv1.CapacityTypeLabelKey] == karpv1.CapacityTypeSpot
 	}
 	reqs := scheduling.FromNodeSelectorRequirementsWithMinValues(nc.Spec.Requirements...)
+	spotOnly := false
 	if allSpot {
 		if ct := reqs.Get(karpv1.CapacityTypeLabelKey); ct == nil || ct.Has(karpv1.CapacityTypeSpot) {
 			if !c.SpotToSpot {
 				return nil, 0, msgSpotToSpotOff, nil
 			}
 			reqs.Add(scheduling.NewRequirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeSpot))
+			spotOnly = true
 		}
 	}
 	its, err := prices.instanceTypes(ctx, cands[0].NodePool)
 	if err != nil {
 		return nil, 0, "", err
 	}
-	byName := make(map[string]*cloudprovider.InstanceType, len(its))
+	offered := sets.New(reqs.Get(corev1.LabelInstanceTypeStable).Values()...)
+	var options cloudprovider.InstanceTypes
 	for _, it := range its {
-		byName[it.Name] = it
-	}
-	type priced struct {
-		name  string
-		price float64
-	}
-	var cheaper []priced
-	typeReq := reqs.Get(corev1.LabelInstanceTypeStable)
-	for _, name := range typeReq.Values() {
-		it := byName[name]
-		if it == nil || ownTypes.Has(name) {
-			continue
+		if offered.Has(it.Name) {
+			options = append(options, it)
 		}
-		if p := it.CheapestPrice(reqs); p < current {
-			cheaper = append(cheaper, priced{name, p})
+	}
+	cheaper := options.CheaperThan(reqs, current)
+	if ct := reqs.Get(karpv1.CapacityTypeLabelKey); len(cheaper) == 0 && !spotOnly && (ct == nil || (ct.Has(karpv1.CapacityTypeSpot) && ct.Len() > 1)) {
+		// Cheaper only on spot: pin the replacement to spot.
+		pinned := reqs.Clone()
+		pinned.Add(scheduling.NewRequirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeSpot))
+		if cheaper = options.CheaperThan(pinned, current); len(cheaper) > 0 {
+			reqs, spotOnly = pinned, true
 		}
 	}
 	if len(cheaper) == 0 {
 		return nil, 0, msgNoCheaper, nil
 	}
-	slices.SortStableFunc(cheaper, func(a, b priced) int {
-		if a.price != b.price {
-			if a.price < b.price {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.name, b.name)
-	})
+	cheaper = cheaper.OrderByPrice(reqs)
 	if allSpot && single {
 		if len(cheaper) < MinSpotToSpotInstanceTypes {
 			return nil, 0, fmt.Sprintf("SpotToSpotConsolidation requires %d cheaper instance type options than the current candidate to consolidate, got %d",
 				MinSpotToSpotInstanceTypes, len(cheaper)), nil
 		}
-		cheaper = cheaper[:MinSpotToSpotInstanceTypes]
+		// The 15 cheapest, and more when the requirements' minValues need them.
+		if cheaper, err = cheaper.Truncate(reqs, MinSpotToSpotInstanceTypes); err != nil {
+			return nil, 0, fmt.Sprintf("can't replace with a lower-priced node: %v", err), nil
+		}
+	}
+	if err := cheaper.MinValuesShortfall(reqs); err != nil {
+		return nil, 0, fmt.Sprintf("can't replace with a lower-priced node: %v", err), nil
 	}
 	names := make([]string, len(cheaper))
-	for i, p := range cheaper {
-		names[i] = p.name
+	for i, it := range cheaper {
+		names[i] = it.Name
 	}
 	out := nc.DeepCopy()
 	reqs.Add(scheduling.NewRequirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, names...))
@@ -365,10 +388,10 @@ func (c *Consolidation) cheaperReplacement(ctx context.Context, prices *priceBoo
 	} else {
 		delete(out.Labels, corev1.LabelInstanceTypeStable)
 	}
-	if allSpot {
+	if spotOnly {
 		out.Labels[karpv1.CapacityTypeLabelKey] = karpv1.CapacityTypeSpot
 	}
-	return out, cheaper[0].price, "", nil
+	return out, cheaper[0].CheapestPrice(reqs), "", nil
 }
 
 // order sorts candidates by disruption cost, cheapest to disrupt first (ties by name).
@@ -434,14 +457,6 @@ func podDisruptionCost(p *corev1.Pod) float64 {
 		cost += float64(*p.Spec.Priority) / math.Pow(2, 25)
 	}
 	return math.Max(-10, math.Min(10, cost))
-}
-
-func clonePerPool(m map[string]int) map[string]int {
-	out := make(map[string]int, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // priceBook caches each NodePool's instance types, and Balanced's NodePool totals, for one

@@ -102,6 +102,14 @@ func onDemandOnly(np *karpv1.NodePool) {
 		Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{karpv1.CapacityTypeOnDemand}})
 }
 
+// typeMinValues asks for at least n instance types.
+func typeMinValues(n int) npOption {
+	return func(np *karpv1.NodePool) {
+		np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements, karpv1.NodeSelectorRequirementWithMinValues{
+			Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpExists, MinValues: ptr.To(n)})
+	}
+}
+
 var allBudget = budgets(karpv1.Budget{Nodes: "100%"})
 
 func cpuPod(name, node, cpu string) *corev1.Pod {
@@ -142,6 +150,7 @@ func TestConsolidation(t *testing.T) {
 		notTypes  []string
 		typeCount int
 		blocked   string // message of the first Unconsolidatable, "" to not check
+		held      string // a node annotated do-not-disrupt
 	}{
 		{name: "single: delete when the pods fit on another node", pool: []npOption{onDemandOnly},
 			nodes: []node{{"a", "large", "on-demand", []string{"500m"}}, {"b", "large", "on-demand", []string{"500m", "500m"}}},
@@ -154,10 +163,13 @@ func TestConsolidation(t *testing.T) {
 			blocked: msgNoCheaper},
 		{name: "multi: two nodes replaced by one cheaper node", multi: true, pool: []npOption{onDemandOnly, allBudget},
 			nodes: []node{{"a", "medium", "on-demand", []string{"500m"}}, {"b", "medium", "on-demand", []string{"500m"}}},
-			want:  "a,b", decision: "replace", capacity: "on-demand", notTypes: []string{"medium", "large"}},
+			want:  "a,b", decision: "replace", capacity: "on-demand", notTypes: []string{"large"}},
+		{name: "multi: largest prefix replaced by one node of their own type", multi: true, pool: []npOption{onDemandOnly, allBudget},
+			nodes: []node{{"a", "large", "on-demand", []string{"500m"}}, {"b", "large", "on-demand", []string{"500m"}}, {"c", "large", "on-demand", []string{"1", "1", "1", "1"}}},
+			want:  "a,b,c", decision: "replace", capacity: "on-demand", typeCount: 1},
 		{name: "multi: largest prefix deleted", multi: true, pool: []npOption{onDemandOnly, allBudget},
 			nodes: []node{{"a", "large", "on-demand", []string{"500m"}}, {"b", "large", "on-demand", []string{"500m"}}, {"c", "large", "on-demand", []string{"1", "1", "1", "1"}}},
-			want:  "a,b", decision: "delete"},
+			held:  "c", want: "a,b", decision: "delete"},
 		{name: "spot: deleting a spot node is allowed without the gate",
 			nodes: []node{{"a", "large", "spot", []string{"500m"}}, {"b", "large", "spot", []string{"1", "1"}}},
 			want:  "a", decision: "delete"},
@@ -172,10 +184,16 @@ func TestConsolidation(t *testing.T) {
 			want:  "a", decision: "replace", capacity: "spot", notTypes: []string{"large", "small", "medium"}, typeCount: 15},
 		{name: "spot: multi-node spot-to-spot does not need 15 types", multi: true, spotToSpot: true, pool: []npOption{allowSpot, allBudget},
 			nodes: []node{{"a", "medium", "spot", []string{"500m"}}, {"b", "medium", "spot", []string{"500m"}}},
-			want:  "a,b", decision: "replace", capacity: "spot", notTypes: []string{"medium"}},
-		{name: "on-demand to spot when the NodePool allows spot", pool: []npOption{allowSpot},
+			want:  "a,b", decision: "replace", capacity: "spot", notTypes: []string{"large"}},
+		{name: "on-demand to spot, pinned to spot, when cheaper only on spot (its own type included)", pool: []npOption{allowSpot},
 			nodes: []node{{"a", "small", "on-demand", []string{"1"}}},
-			want:  "a", decision: "replace", capacity: "on-demand,spot", notTypes: []string{"small"}},
+			want:  "a", decision: "replace", capacity: "spot", notTypes: []string{"large"}, typeCount: 2},
+		{name: "on-demand or spot when cheaper on both", pool: []npOption{allowSpot},
+			nodes: []node{{"a", "medium", "on-demand", []string{"1"}}},
+			want:  "a", decision: "replace", capacity: "on-demand,spot", notTypes: []string{"medium", "large"}, typeCount: 1},
+		{name: "spot: single-node spot-to-spot keeps what minValues needs beyond 15", spotToSpot: true, spotTypes: 20, pool: []npOption{allowSpot, typeMinValues(18)},
+			nodes: []node{{"a", "large", "spot", []string{"500m"}}},
+			want:  "a", decision: "replace", capacity: "spot", notTypes: []string{"large"}, typeCount: 18},
 		{name: "budget allows nothing", pool: []npOption{onDemandOnly, budgets(karpv1.Budget{Nodes: "0"})},
 			nodes:   []node{{"a", "large", "on-demand", []string{"500m"}}},
 			blocked: "Cannot disrupt Node: no allowed disruptions for reason Underutilized in nodepool default (disruption budget)"},
@@ -185,7 +203,11 @@ func TestConsolidation(t *testing.T) {
 			its := testCatalog(t, tt.spotTypes)
 			objs := []client.Object{testNodePool("default", tt.pool...)}
 			for _, n := range tt.nodes {
-				objs = append(objs, pair(testNode(n.name, "default", typed(its, n.itype, n.capacityType)))...)
+				opts := []ncOption{typed(its, n.itype, n.capacityType)}
+				if n.name == tt.held {
+					opts = append(opts, claimAnnotated)
+				}
+				objs = append(objs, pair(testNode(n.name, "default", opts...))...)
 				for i, cpu := range n.pods {
 					objs = append(objs, cpuPod(fmt.Sprintf("%s-%d", n.name, i), "node-"+n.name, cpu))
 				}
@@ -232,14 +254,11 @@ func TestConsolidation(t *testing.T) {
 				if slices.Contains(tt.notTypes, name) {
 					t.Errorf("replacement lists %s (types %v)", name, types)
 				}
-				cheapest := 1e9
+				// Every offering the replacement may launch with costs less.
 				for _, ct := range []string{karpv1.CapacityTypeOnDemand, karpv1.CapacityTypeSpot} {
-					if p := priceOf(its, name, ct); p >= 0 && p < cheapest && strings.Contains(tt.capacity, ct) {
-						cheapest = p
+					if p := priceOf(its, name, ct); p >= removed && strings.Contains(tt.capacity, ct) {
+						t.Errorf("replacement type %s may launch %s at %v, not less than the %v removed", name, ct, p, removed)
 					}
-				}
-				if cheapest >= removed {
-					t.Errorf("replacement type %s costs %v, not less than the %v removed", name, cheapest, removed)
 				}
 			}
 			if tt.typeCount > 0 && len(types) != tt.typeCount {

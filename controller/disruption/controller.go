@@ -288,7 +288,7 @@ func (c *Controller) validate(ctx context.Context, m Method, cmd *Command) (*Com
 		if err != nil {
 			return nil, "", err
 		}
-		if why := result.Refusal(fresh); why != "" {
+		if why := result.Refusal(cluster, fresh); why != "" {
 			return nil, why, nil
 		}
 		if len(result.Replacements) > len(cmd.Replacements) {

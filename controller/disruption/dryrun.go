@@ -108,9 +108,14 @@ func computeMethod(ctx context.Context, cluster *Cluster, m Method, now time.Tim
 	cands, blocked := cluster.Candidates(m.Reason())
 	var mine []*Candidate
 	for _, cand := range cands {
-		if m.ShouldDisrupt(cand) {
-			mine = append(mine, cand)
+		if !m.ShouldDisrupt(cand) {
+			continue
 		}
+		if why := backingOff(cand.NodeClaim, now); why != "" {
+			blocked = append(blocked, Blocked{NodeClaim: cand.NodeClaim, Node: cand.Node, Message: why})
+			continue
+		}
+		mine = append(mine, cand)
 	}
 	_, unconsolidatable := m.(interface{ unconsolidatable() bool })
 	for _, b := range blocked {

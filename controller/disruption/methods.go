@@ -61,7 +61,7 @@ func (d *Drift) ComputeCommand(ctx context.Context, c *Cluster, allowed map[stri
 		if err != nil {
 			return nil, blocked, err
 		}
-		if why := sim.Refusal([]*Candidate{cand}); why != "" {
+		if why := sim.Refusal(c, []*Candidate{cand}); why != "" {
 			blocked = append(blocked, Blocked{NodeClaim: cand.NodeClaim, Node: cand.Node, Message: "Cannot disrupt Node: " + why})
 			continue
 		}

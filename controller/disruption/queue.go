@@ -167,12 +167,12 @@ func (q *Queue) step(ctx context.Context, id string, started time.Time, announce
 	}
 	switch {
 	case live < expected:
-		q.rollback(ctx, id, fmt.Sprintf("%d of %d replacement NodeClaims are gone (launch failed or deleted)", expected-live, expected))
+		q.rollbackBackingOff(ctx, id, fmt.Sprintf("%d of %d replacement NodeClaims are gone (launch failed or deleted)", expected-live, expected))
 		return true, nil
 	case initialized == expected:
 		return true, q.terminate(ctx, id)
-	case q.clock.Since(started) > q.timeout:
-		q.rollback(ctx, id, fmt.Sprintf("replacements not initialized within %s", q.timeout))
+	case q.clock.Since(started) > replacementTimeout(q.timeout, q.Running()):
+		q.rollbackBackingOff(ctx, id, fmt.Sprintf("replacements not initialized within %s", replacementTimeout(q.timeout, q.Running())))
 		return true, nil
 	}
 	if !*announced {

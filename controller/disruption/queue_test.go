@@ -224,6 +224,11 @@ func TestQueueRollsBack(t *testing.T) {
 			if !found {
 				t.Errorf("no DisruptionBlocked event saying %q", tt.why)
 			}
+			// Not disrupted again at once: backed off 15 minutes, on the NodeClaim.
+			wantUntil := h.clock.Now().Add(InitialRollbackBackoff).UTC().Truncate(time.Second).Format(time.RFC3339)
+			if a.Annotations[RollbacksAnnotationKey] != "1" || a.Annotations[BackoffAnnotationKey] != wantUntil {
+				t.Errorf("back-off annotations %v, want 1 rollback and until %s", a.Annotations, wantUntil)
+			}
 		})
 	}
 }

@@ -30,17 +30,50 @@ type Simulation struct {
 	Unschedulable map[types.UID]string
 }
 
-// Refusal returns why the simulation refuses the command ("" when every pod has a place),
-// naming the first pod that fits nowhere.
-func (s *Simulation) Refusal(cands []*Candidate) string {
-	for _, c := range cands {
-		for _, p := range c.Pods {
+// Refusal returns why the simulation refuses the command ("" when every pod has a place it
+// can count on): a pod that fits nowhere, or a pod that would land on a NodeClaim of c that is
+// launching, registered but not initialized, or being deleted. Karpenter refuses the latter too
+// ("would schedule against uninitialized nodeclaim"): that capacity may never come, and the
+// candidate would already be gone.
+func (s *Simulation) Refusal(c *Cluster, cands []*Candidate) string {
+	for _, cand := range cands {
+		for _, p := range cand.Pods {
 			if why, ok := s.Unschedulable[p.UID]; ok {
 				return fmt.Sprintf("pod %s/%s would not schedule: %s", p.Namespace, p.Name, why)
 			}
 		}
 	}
+	if c == nil {
+		return ""
+	}
+	var unsettled map[string]bool
+	for _, cand := range cands {
+		for _, p := range cand.Pods {
+			dest, ok := s.Destinations[p.UID]
+			if !ok {
+				continue
+			}
+			if unsettled == nil {
+				unsettled = c.unsettledNodeClaims()
+			}
+			if unsettled[dest] {
+				return fmt.Sprintf("would schedule against uninitialized nodeclaim %s (pod %s/%s)", dest, p.Namespace, p.Name)
+			}
+		}
+	}
 	return ""
+}
+
+// unsettledNodeClaims are the NodeClaims no pod may be moved onto: launching (no Node yet),
+// not initialized, or being deleted.
+func (c *Cluster) unsettledNodeClaims() map[string]bool {
+	out := map[string]bool{}
+	for _, nc := range c.NodeClaims {
+		if c.NodeOf[nc.Name] == nil || !isInitialized(nc) || c.isDeleting(nc) {
+			out[nc.Name] = true
+		}
+	}
+	return out
 }
 
 // Simulator re-plans candidates' pods on the cluster without the candidates.

@@ -56,7 +56,7 @@ func TestSolverSimulator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if why := result.Refusal(cands); why != "" || len(result.Replacements) != 1 {
+	if why := result.Refusal(cluster, cands); why != "" || len(result.Replacements) != 1 {
 		t.Fatalf("refusal %q, %d replacements; want one replacement", why, len(result.Replacements))
 	}
 	if got := result.Destinations["pod-web"]; got != "replacement-0" {
@@ -89,7 +89,7 @@ func TestSolverSimulator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if why := result.Refusal(cands); !strings.HasPrefix(why, "pod default/huge would not schedule: no NodePool fits") {
+	if why := result.Refusal(cluster, cands); !strings.HasPrefix(why, "pod default/huge would not schedule: no NodePool fits") {
 		t.Errorf("refusal = %q", why)
 	}
 }

@@ -27,11 +27,13 @@ const DefaultNodes = "10%"
 
 // Counts are a NodePool's nodes as budgets see them.
 type Counts struct {
-	// Total is every node the NodePool owns, including those being deleted or not ready.
+	// Total is every initialized node the NodePool owns, including those being deleted or
+	// not Ready; NodeClaims still launching or initializing are not counted (Karpenter's rule).
 	Total int
-	// Deleting are nodes being deleted for any reason, or already chosen for disruption.
+	// Deleting are initialized nodes being deleted for any reason, or already chosen for
+	// disruption.
 	Deleting int
-	// NotReady are nodes (not deleting) whose Node is not Ready or not yet registered.
+	// NotReady are initialized nodes (not deleting) whose Node is not Ready.
 	NotReady int
 }
 

@@ -32,8 +32,10 @@ const Name = "nodeclaim.lifecycle"
 // register (Karpenter's liveness TTL).
 const DefaultRegistrationTTL = 15 * time.Minute
 
-// DefaultInitializationTTL is how long after registering a Node may take to initialize.
-const DefaultInitializationTTL = 15 * time.Minute
+// SuggestedInitializationTTL is a value for the opt-in initialization TTL (the flag's help
+// names it). The TTL is off by default: Karpenter keeps a node that is slow to initialize (GPU
+// device plugins, CNI startup taints) rather than delete it.
+const SuggestedInitializationTTL = 15 * time.Minute
 
 // OfferingRecorder records offerings that answered with insufficient capacity.
 type OfferingRecorder interface {
@@ -57,7 +59,7 @@ type Options struct {
 	// NodeClaim is deleted; DefaultRegistrationTTL if zero.
 	RegistrationTTL time.Duration
 	// InitializationTTL is how long after registering a Node must initialize before the
-	// NodeClaim is deleted; DefaultInitializationTTL if zero.
+	// NodeClaim is deleted; zero keeps it however long it takes (Karpenter's behaviour).
 	InitializationTTL time.Duration
 	// Clock is the time source; the real clock if nil.
 	Clock clock.PassiveClock
@@ -68,9 +70,6 @@ type Options struct {
 func New(c client.Client, cp cloudprovider.CloudProvider, unavailable OfferingRecorder, recorder events.EventRecorder, opts Options) *Controller {
 	if opts.RegistrationTTL == 0 {
 		opts.RegistrationTTL = DefaultRegistrationTTL
-	}
-	if opts.InitializationTTL == 0 {
-		opts.InitializationTTL = DefaultInitializationTTL
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}

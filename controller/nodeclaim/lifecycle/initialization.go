@@ -33,7 +33,7 @@ func (c *Controller) initialize(ctx context.Context, nc *karpv1.NodeClaim, node 
 	if reason, message := notInitializedBecause(nc, node); reason != "" {
 		conds.set(karpv1.ConditionTypeInitialized, metav1.ConditionUnknown, reason, message)
 		registered := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeRegistered)
-		if registered == nil || registered.Status != metav1.ConditionTrue {
+		if registered == nil || registered.Status != metav1.ConditionTrue || c.initializationTTL == 0 {
 			return stepResult{stop: true}, nil
 		}
 		deadline := registered.LastTransitionTime.Add(c.initializationTTL)

@@ -45,7 +45,7 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 		events:   events.NewFakeRecorder(100),
 	}
 	h.unavailable = state.NewUnavailableOfferings(c, c, "kube-system", h.clock)
-	h.controller = New(c, h.provider, h.unavailable, h.events, Options{RegistrationTTL: 15 * time.Minute, Clock: h.clock})
+	h.controller = New(c, h.provider, h.unavailable, h.events, Options{RegistrationTTL: 15 * time.Minute, InitializationTTL: 15 * time.Minute, Clock: h.clock})
 	return h
 }
 
@@ -430,5 +430,32 @@ func TestLifecycleTimeouts(t *testing.T) {
 				t.Errorf("karpenter_nodeclaims_lifecycle_timeouts_total{phase=%q} went from %v to %v, want +1", tt.wantPhase, before, after)
 			}
 		})
+	}
+}
+
+// TestInitializationTTLOffByDefault (issue 22, item 6): without --initialization-ttl a node that
+// registers but never initializes (a GPU device plugin or CNI still starting, a startup taint)
+// is kept, as Karpenter keeps it; nothing is deleted and no timer is set.
+func TestInitializationTTLOffByDefault(t *testing.T) {
+	h := newHarness(t)
+	h.controller = New(h.client, h.provider, h.unavailable, h.events, Options{Clock: h.clock})
+	nc := fixtures.NodeClaim("slow")
+	nc.CreationTimestamp = metav1.NewTime(epoch)
+	if err := h.client.Create(context.Background(), nc); err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []time.Duration{0, time.Minute, 24 * time.Hour} {
+		h.clock.SetTime(epoch.Add(at))
+		result, _ := h.reconcile(t, nc.Name)
+		fixtures.Get(t, h.client, nc)
+		if nc.DeletionTimestamp != nil {
+			t.Fatalf("deleted %s after creation; the initialization TTL is off by default", at)
+		}
+		if at > time.Minute && result.RequeueAfter != 0 {
+			t.Errorf("at %s: requeue after %s, want no timer", at, result.RequeueAfter)
+		}
+	}
+	if events := fixtures.Drain(h.events.Events); slices.ContainsFunc(events, func(e string) bool { return strings.Contains(e, "InitializationTimeout") }) {
+		t.Errorf("events %q, want no InitializationTimeout", events)
 	}
 }
