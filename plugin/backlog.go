@@ -14,20 +14,21 @@ import (
 const backlogTimeout = time.Minute
 
 // awaitBacklog holds the first batch of a process that starts to lead (a standby taking over,
-// or a scheduler restarted) until kube-scheduler has tried each pod the previous leader left
-// Unschedulable. kube-scheduler goes through that backlog one pod at a time; on a loaded
-// machine the gaps between two PostFilters outlast BatchIdleDuration, and the backlog would
-// be planned in fragments, each buying nodes the whole backlog would have shared. The wait
-// ends when every backlog pod is pending, waiting for a NodeClaim, bound or gone; or when
-// none of them moved for BatchMaxDuration (a pod kube-scheduler never brings to PostFilter,
-// say one whose PreFilter is unresolvable); or after backlogTimeout.
+// or a scheduler restarted) until kube-scheduler has tried each pod it found waiting: those
+// the previous leader left Unschedulable and those it never reached. kube-scheduler goes
+// through that backlog one pod at a time; on a loaded machine the gaps between two
+// PostFilters outlast BatchIdleDuration, and the backlog would be planned in fragments, each
+// buying nodes the whole backlog would have shared. The wait ends when every backlog pod is
+// pending, waiting for a NodeClaim, bound or gone; or when none of them moved for
+// BatchMaxDuration (a pod kube-scheduler never brings to PostFilter, say one whose PreFilter
+// is unresolvable); or after backlogTimeout.
 func (p *Plugin) awaitBacklog(ctx context.Context) {
 	backlog := p.backlog()
 	if len(backlog) == 0 {
 		return
 	}
 	logger := klog.FromContext(ctx)
-	logger.Info("waiting for the scheduling queue to try the pods left unschedulable before planning them as one batch", "pods", len(backlog))
+	logger.Info("waiting for the scheduling queue to try the pods left unscheduled before planning them as one batch", "pods", len(backlog))
 	start, moved, left := p.clock.Now(), p.clock.Now(), len(backlog)
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, backlogTimeout, true, func(context.Context) (bool, error) {
 		p.dropTried(backlog)
@@ -46,9 +47,11 @@ func (p *Plugin) awaitBacklog(ctx context.Context) {
 	logger.Info("the scheduling queue tried the backlog", "waited", p.clock.Since(start))
 }
 
-// backlog returns the pods, by UID, kube-scheduler is to try again for this leader: unbound
-// pods of a served schedulerName that a scheduler found Unschedulable and that wait for no
-// NodeClaim. Pods gated or never tried are left out: their first attempt is still to come.
+// backlog returns the pods, by UID, kube-scheduler is to try for this leader: unbound pods of
+// a served schedulerName that wait for no NodeClaim, whether a scheduler already found them
+// Unschedulable or never tried them. A pod the previous leader never reached is as much a
+// part of the backlog as one it refused: leaving it out would plan it in a second batch.
+// Gated pods are left out: kube-scheduler does not try them until their gates are removed.
 func (p *Plugin) backlog() map[types.UID]types.NamespacedName {
 	if p.pods == nil {
 		return nil
@@ -61,7 +64,7 @@ func (p *Plugin) backlog() map[types.UID]types.NamespacedName {
 	defer p.mu.Unlock()
 	out := map[types.UID]types.NamespacedName{}
 	for _, pod := range pods {
-		if !p.names.Has(pod.Spec.SchedulerName) || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || podFinished(pod) || unschedulableMessage(pod) == "" {
+		if !p.names.Has(pod.Spec.SchedulerName) || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || podFinished(pod) || len(pod.Spec.SchedulingGates) > 0 {
 			continue
 		}
 		if _, waiting := p.waits.nodeClaimFor(pod.UID); waiting || p.pending.has(pod.UID) {

@@ -85,7 +85,7 @@ func TestCrashMidLaunchLeaksNothingAndLaunchesOnce(t *testing.T) {
 		_, err := env.Client.CoreV1().Nodes().Get(ctx, ghost.Name, metav1.GetOptions{})
 		return err
 	})
-	framework.Eventually(t, 30*time.Second, "GarbageCollected event of "+ghost.Name, func(ctx context.Context) (bool, error) {
+	framework.Eventually(t, 2*time.Minute, "GarbageCollected event of "+ghost.Name, func(ctx context.Context) (bool, error) {
 		events, err := env.Client.CoreV1().Events(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
 			FieldSelector: "involvedObject.kind=Node,involvedObject.name=" + ghost.Name + ",reason=GarbageCollected",
 		})

@@ -138,7 +138,7 @@ func checkNode(t *testing.T, node *corev1.Node, nc unstructured.Unstructured) {
 // checkEvents waits for the NodeClaim's condition-transition events, worded as in Karpenter.
 func checkEvents(t *testing.T, name string) {
 	t.Helper()
-	framework.Eventually(t, 30*time.Second, "events of nodeclaim "+name, func(ctx context.Context) (bool, error) {
+	framework.Eventually(t, 2*time.Minute, "events of nodeclaim "+name, func(ctx context.Context) (bool, error) {
 		list, err := env.Client.CoreV1().Events(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
 			FieldSelector: "involvedObject.kind=NodeClaim,involvedObject.name=" + name,
 		})

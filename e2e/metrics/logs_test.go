@@ -26,7 +26,7 @@ func TestControllerLogsCarryKarpentersKeys(t *testing.T) {
 	path := filepath.Join(env.Cluster.LogsDir(), "joinery-controller.log")
 	want := []string{"level", "time", "message", "NodeClaim", "NodePool", "provider-id", "instance-type", "zone", "capacity-type", "allocatable"}
 	var entry map[string]any
-	framework.Eventually(t, 30*time.Second, "the launch of a NodeClaim of "+group+" in "+path, func(context.Context) (bool, error) {
+	framework.Eventually(t, 2*time.Minute, "the launch of a NodeClaim of "+group+" in "+path, func(context.Context) (bool, error) {
 		entry = findLogEntry(t, path, "launched nodeclaim", group)
 		return entry != nil, nil
 	})

@@ -207,7 +207,8 @@ func relaxLease(t *testing.T, path string) {
 // has published NodeClaims, after the second wave, and the standby takes over. Every pod runs;
 // every NodeClaim ever created still exists and its node runs at least one of the pods it was
 // planned for; and there are at most 10 % more NodeClaims than one batch of all 200 pods plans
-// (the solver, offline).
+// (the solver, offline), plus any the leader published beyond its first before SIGKILL
+// landed.
 func TestWavesAcrossALeaderChange(t *testing.T) {
 	env.RequireLocal(t)
 	if err := env.Cluster.KillComponent(localcluster.JoineryScheduler); err != nil {
@@ -246,6 +247,12 @@ func TestWavesAcrossALeaderChange(t *testing.T) {
 
 	waves := [][]string{names[:3], names[3:6], names[6:]}
 	killed := make(chan struct{})
+	// The NodeClaims the leader got out before it died: the scenario kills it after its first,
+	// but on a loaded machine SIGKILL can land after it published more of a batch planned
+	// for part of the workload. Each one beyond the first is a plan the test, not the product,
+	// split; it is allowed on top of the bound.
+	var atKill int
+	var atKillErr error
 	for i, wave := range waves {
 		if i > 0 {
 			time.Sleep(2 * time.Second) // the waves' spacing, part of the scenario
@@ -273,10 +280,23 @@ func TestWavesAcrossALeaderChange(t *testing.T) {
 				}
 				t.Logf("killing the leader, replica %s, after its first NodeClaims", leader.name)
 				leader.kill(t)
+				list, err := env.Dynamic.Resource(framework.NodeClaims).List(t.Context(), metav1.ListOptions{LabelSelector: "karpenter.sh/nodepool=" + pool})
+				if err != nil {
+					atKillErr = fmt.Errorf("listing the NodeClaims after the kill: %w", err)
+					return
+				}
+				atKill = len(list.Items)
 			}()
 		}
 	}
 	<-killed
+	if atKillErr != nil {
+		t.Fatal(atKillErr)
+	}
+	if atKill > 1 {
+		allowed += atKill - 1
+		t.Logf("the leader published %d NodeClaims before it died; allowed %d", atKill, allowed)
+	}
 	framework.Eventually(t, time.Minute, "replica "+standby.name+" taking over", func(context.Context) (bool, error) {
 		return standby.logHas(t, leaderLog), nil
 	})

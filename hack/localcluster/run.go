@@ -90,7 +90,7 @@ func run(p paths, build bool, cloudProvider string) error {
 	if err != nil {
 		return err
 	}
-	return watch(ctx, c, note, prices)
+	return watch(ctx, p, c, note, prices)
 }
 
 func joinComponents(components []localcluster.Component) string {
@@ -129,7 +129,7 @@ func applySamples(ctx context.Context, c *localcluster.Cluster) (string, error) 
 
 // watch refreshes the live view until ctx ends or a component crashes. Once no sample pod is
 // pending (or settleTimeout passed), it scales the workload down.
-func watch(ctx context.Context, c *localcluster.Cluster, note string, prices pricer) error {
+func watch(ctx context.Context, p paths, c *localcluster.Cluster, note string, prices pricer) error {
 	client, err := kubernetes.NewForConfig(c.RESTConfig())
 	if err != nil {
 		return fmt.Errorf("client: %w", err)
@@ -138,6 +138,8 @@ func watch(ctx context.Context, c *localcluster.Cluster, note string, prices pri
 	if err != nil {
 		return fmt.Errorf("dynamic client: %w", err)
 	}
+	explain := newExplainer(p, c)
+	go explain.run(ctx)
 	settleBy := time.Now().Add(settleTimeout)
 	scaled, scaledNote := false, ""
 	tick := time.NewTicker(refreshInterval)
@@ -162,6 +164,12 @@ func watch(ctx context.Context, c *localcluster.Cluster, note string, prices pri
 			s.note = status
 		}
 		s.prices = prices
+		names := make([]string, len(s.nodes))
+		for i, node := range s.nodes {
+			names[i] = node.Name
+		}
+		explain.setNodes(names)
+		s.next = explain.next()
 		var screen bytes.Buffer
 		screen.WriteString("\033[H\033[2J") // clear the terminal
 		fmt.Fprintf(&screen, "joinery local cluster — %s — Ctrl-C stops everything\n\n", time.Now().Format(time.TimeOnly))
@@ -239,8 +247,9 @@ func sampleConsolidateAfter(ctx context.Context, dyn dynamic.Interface) string {
 }
 
 // scaleDownNote is what the view says once the workload is scaled down: empty nodes go after
-// the NodePool's consolidateAfter (emptiness), and so do underutilized ones whose pods fit
-// elsewhere or on one cheaper node (consolidation); with Never, every node stays.
+// the NodePool's consolidateAfter (emptiness), and underutilized ones are consolidated when
+// the disruption methods find a command for them; with Never, every node stays. What happens
+// to each node, and why, is the view's NEXT column (`joinery explain node`).
 func scaleDownNote(consolidateAfter string) string {
 	switch consolidateAfter {
 	case "":
@@ -252,5 +261,10 @@ func scaleDownNote(consolidateAfter string) string {
 	}
 }
 
-// consolidates says what the sample NodePool's WhenEmptyOrUnderutilized policy does.
-const consolidates = "nodes left empty are removed and underutilized ones are consolidated (deleted when their pods fit elsewhere, or replaced by one cheaper node)"
+// consolidates says what the sample NodePool's WhenEmptyOrUnderutilized policy does. It
+// promises no replacement: a spot node is replaced by a cheaper spot node only with the
+// SpotToSpotConsolidation feature gate, off by default, and a replacement must be cheaper on
+// every offering it may launch with.
+const consolidates = "nodes left empty are removed, and an underutilized one is deleted when its pods fit on the other nodes " +
+	"or replaced when a cheaper node is allowed (spot by spot only with the SpotToSpotConsolidation gate); " +
+	"NEXT says what the next disruption pass does with each node, and why (as `joinery explain node NAME` does)"

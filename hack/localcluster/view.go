@@ -20,6 +20,7 @@ type snapshot struct {
 	nodeClaims []unstructured.Unstructured
 	note       string // what is happening: waiting, scaled down, ...
 	prices     pricer
+	next       map[string]nextStep // by node: what the next disruption pass does with it, and why
 }
 
 // render writes the live view: pending pods, NodeClaims, nodes, running pods, cost per hour.
@@ -65,12 +66,25 @@ func render(w io.Writer, s snapshot) {
 	}
 	fmt.Fprintf(w, "\nNODES (%d)\n", len(s.nodes))
 	tw = tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "  NAME\tREADY\tINSTANCE TYPE\tPODS\tPRICE/H")
+	fmt.Fprintln(tw, "  NAME\tREADY\tINSTANCE TYPE\tPODS\tPRICE/H\tNEXT")
 	for _, node := range s.nodes {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\n", node.Name, nodeReady(node), orDash(node.Labels[corev1.LabelInstanceTypeStable]),
-			podsOnNode[node.Name], formatPrice(s.prices.price(node.Labels)))
+		next := "…" // not explained yet
+		if step, ok := s.next[node.Name]; ok {
+			next = step.verdict
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\t%s\n", node.Name, nodeReady(node), orDash(node.Labels[corev1.LabelInstanceTypeStable]),
+			podsOnNode[node.Name], formatPrice(s.prices.price(node.Labels)), next)
 	}
 	tw.Flush()
+	// Why, in `joinery explain node`'s words: the checks that did not pass.
+	for _, node := range s.nodes {
+		if step, ok := s.next[node.Name]; ok && len(step.reasons) > 0 {
+			fmt.Fprintf(w, "  why %s (joinery explain node %s):\n", node.Name, node.Name)
+			for _, r := range step.reasons {
+				fmt.Fprintf(w, "    - %s\n", r)
+			}
+		}
+	}
 
 	fmt.Fprintf(w, "\nRUNNING PODS: %d\n", len(running))
 	fmt.Fprintf(w, "COST PER HOUR: %s\n", clusterCost(s.nodes, s.prices))

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/joinery-dev/joinery/cli/whatif"
 )
 
 // testPrices is a price book with two offerings.
@@ -84,5 +88,50 @@ func TestKwokPriceBookPricesCatalogOfferings(t *testing.T) {
 		if price <= 0 {
 			t.Errorf("offering %+v has price %v, want > 0", key, price)
 		}
+	}
+}
+
+// TestRenderNext (issue 26): each node's NEXT is the verdict `joinery explain node -o json`
+// gives, and the view lists its failed checks as the reasons; a node not yet explained shows
+// "…". The sample's lone spot node stays because spot-to-spot consolidation is off.
+func TestRenderNext(t *testing.T) {
+	explained := `{"node":"a","nodeClaim":"default-x1","nodePool":"default","verdict":"not disrupted","checks":[
+		{"check":"initialized","ok":true,"detail":"NodeClaim condition Initialized"},
+		{"check":"drifted","ok":false,"detail":"condition Drifted absent"},
+		{"check":"simulation single-node consolidation","ok":false,"detail":"SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"}]}`
+	var ex whatif.NodeExplanation
+	if err := json.Unmarshal([]byte(explained), &ex); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	render(&out, snapshot{nodes: []corev1.Node{node("a", "m5.large", "spot", "zone-a"), node("b", "m5.large", "spot", "zone-a")},
+		prices: testPrices, next: map[string]nextStep{"a": nextOf(&ex)}})
+	view := out.String()
+	lines := strings.Split(view, "\n")
+	row := func(name string) string {
+		for _, l := range lines {
+			if strings.HasPrefix(l, "  "+name+" ") {
+				return l
+			}
+		}
+		t.Fatalf("no row for node %s:\n%s", name, view)
+		return ""
+	}
+	if !strings.Contains(lines[slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "PODS") && strings.Contains(l, "PRICE/H") })], "NEXT") {
+		t.Errorf("the nodes table has no NEXT column:\n%s", view)
+	}
+	if r := row("a"); !strings.HasSuffix(strings.TrimSpace(r), "not disrupted") {
+		t.Errorf("node a's row %q does not end with its verdict", r)
+	}
+	if r := row("b"); !strings.HasSuffix(strings.TrimSpace(r), "…") {
+		t.Errorf("node b, not yet explained, shows %q", r)
+	}
+	for _, want := range []string{"why a (joinery explain node a):", "- simulation single-node consolidation: SpotToSpotConsolidation is disabled", "- drifted: condition Drifted absent"} {
+		if !strings.Contains(view, want) {
+			t.Errorf("view lacks %q:\n%s", want, view)
+		}
+	}
+	if strings.Contains(view, "initialized: ") {
+		t.Errorf("view lists a check that passed:\n%s", view)
 	}
 }

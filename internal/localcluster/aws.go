@@ -135,3 +135,10 @@ func (c *Cluster) schedulerAWSEnv() []string {
 	}
 	return append(slices.Clone(env), "AWS_ACCESS_KEY_ID="+SchedulerAWSAccessKey)
 }
+
+// CLIArgs are the flags and environment that point the joinery CLI (bin/joinery) at the
+// cluster and its cloud provider, as joinery-scheduler is pointed at them.
+func (c *Cluster) CLIArgs() (args, env []string) {
+	args = append([]string{"--kubeconfig=" + c.KubeconfigPath(), "--controller-namespace=" + c.ControllerNamespace()}, c.cloudProviderArgs(false)...)
+	return args, c.schedulerAWSEnv()
+}
