@@ -100,11 +100,15 @@ var want = []expected{
 	{scheduler, "karpenter_scheduler_unfinished_work_seconds", "gauge", []string{"controller", "scheduling_id"}, optional},
 	{scheduler, "karpenter_scheduler_ignored_pods_count", "gauge", nil, present},
 	{scheduler, "karpenter_scheduler_unschedulable_pods_count", "gauge", []string{"controller"}, present},
+	{scheduler, "karpenter_scheduler_pending_pods_by_effective_zone_count", "gauge", []string{"controller", "zone"}, observed},
 
 	{controller, "karpenter_voluntary_disruption_decisions_total", "counter", []string{"decision", "reason", "consolidation_type"}, optional},
 	{controller, "karpenter_voluntary_disruption_eligible_nodes", "gauge", []string{"reason"}, optional},
 	{controller, "karpenter_voluntary_disruption_decision_evaluation_duration_seconds", "histogram", []string{"method", "consolidation_type"}, optional},
 	{controller, "karpenter_voluntary_disruption_failed_validations_total", "counter", []string{"consolidation_type"}, optional},
+	{controller, "karpenter_voluntary_disruption_decisions_by_nodepool_total", "counter", []string{"nodepool", "decision", "reason", "consolidation_type"}, optional},
+	{controller, "karpenter_voluntary_disruption_queue_failures_total", "counter", []string{"decision", "reason", "consolidation_type"}, optional}, // a started command rolled back: needs a replacement that fails to launch or initialize
+	{controller, "karpenter_voluntary_disruption_consolidation_timeouts_total", "counter", []string{"consolidation_type"}, optional}, // needs a consolidation search longer than its time budget
 
 	{controller, "karpenter_cluster_state_node_count", "gauge", nil, observed},
 	{controller, "karpenter_cluster_state_synced", "gauge", nil, observed},
@@ -112,6 +116,13 @@ var want = []expected{
 
 	{controller, "karpenter_cloudprovider_duration_seconds", "histogram", []string{"controller", "method", "provider"}, observed},
 	{controller, "karpenter_cloudprovider_errors_total", "counter", []string{"controller", "method", "provider", "error"}, optional},
+	{controller, "karpenter_cloudprovider_instance_type_cpu_cores", "gauge", []string{"instance_type"}, observed},
+	{controller, "karpenter_cloudprovider_instance_type_memory_bytes", "gauge", []string{"instance_type"}, observed},
+	{controller, "karpenter_cloudprovider_instance_type_offering_available", "gauge", []string{"instance_type", "capacity_type", "zone"}, observed},
+	{controller, "karpenter_cloudprovider_instance_type_offering_price_estimate", "gauge", []string{"instance_type", "capacity_type", "zone"}, observed},
+	{controller, "karpenter_cloudprovider_batcher_batch_size", "histogram", []string{"batcher"}, optional},         // only the AWS provider batches CreateFleet; this suite runs kwok
+	{controller, "karpenter_cloudprovider_batcher_batch_time_seconds", "histogram", []string{"batcher"}, optional}, // as batch_size
+	{controller, "karpenter_nodepools_cost_tracker_errors_total", "counter", []string{"nodepool"}, optional},       // needs a NodeClaim no offering of its NodePool prices
 	{controller, "karpenter_interruption_received_messages_total", "counter", []string{"message_type"}, present},
 	{controller, "karpenter_interruption_deleted_messages_total", "counter", nil, present},
 	{controller, "karpenter_interruption_message_queue_duration_seconds", "histogram", nil, present},
