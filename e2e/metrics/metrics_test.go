@@ -108,7 +108,7 @@ var want = []expected{
 	{controller, "karpenter_voluntary_disruption_failed_validations_total", "counter", []string{"consolidation_type"}, optional},
 	{controller, "karpenter_voluntary_disruption_decisions_by_nodepool_total", "counter", []string{"nodepool", "decision", "reason", "consolidation_type"}, optional},
 	{controller, "karpenter_voluntary_disruption_queue_failures_total", "counter", []string{"decision", "reason", "consolidation_type"}, optional}, // a started command rolled back: needs a replacement that fails to launch or initialize
-	{controller, "karpenter_voluntary_disruption_consolidation_timeouts_total", "counter", []string{"consolidation_type"}, optional}, // needs a consolidation search longer than its time budget
+	{controller, "karpenter_voluntary_disruption_consolidation_timeouts_total", "counter", []string{"consolidation_type"}, optional},               // needs a consolidation search longer than its time budget
 
 	{controller, "karpenter_cluster_state_node_count", "gauge", nil, observed},
 	{controller, "karpenter_cluster_state_synced", "gauge", nil, observed},
