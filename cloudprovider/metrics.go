@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
@@ -22,10 +23,28 @@ var (
 		Namespace: "karpenter", Subsystem: "cloudprovider", Name: "errors_total",
 		Help: "Total number of errors returned from CloudProvider calls, by controller, method, provider and error kind (InsufficientCapacityError, NodeClaimNotFoundError, NodeClassNotReadyError, CreateError, or empty).",
 	}, []string{"controller", "method", "provider", "error"})
+
+	// Karpenter's instance type metrics, set from every GetInstanceTypes answer.
+	instanceTypeCPU = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "karpenter", Subsystem: "cloudprovider", Name: "instance_type_cpu_cores",
+		Help: "VCPUs cores for a given instance type.",
+	}, []string{"instance_type"})
+	instanceTypeMemory = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "karpenter", Subsystem: "cloudprovider", Name: "instance_type_memory_bytes",
+		Help: "Memory, in bytes, for a given instance type.",
+	}, []string{"instance_type"})
+	offeringAvailable = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "karpenter", Subsystem: "cloudprovider", Name: "instance_type_offering_available",
+		Help: "Instance type offering availability, based on instance type, capacity type, and zone: 1 when an offering of the three is available, else 0.",
+	}, []string{"instance_type", "capacity_type", "zone"})
+	offeringPrice = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "karpenter", Subsystem: "cloudprovider", Name: "instance_type_offering_price_estimate",
+		Help: "Instance type offering estimated hourly price used when making informed decisions on node cost calculation, based on instance type, capacity type, and zone (the cheapest of the offerings of the three).",
+	}, []string{"instance_type", "capacity_type", "zone"})
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(methodDuration, methodErrors)
+	crmetrics.Registry.MustRegister(methodDuration, methodErrors, instanceTypeCPU, instanceTypeMemory, offeringAvailable, offeringPrice)
 }
 
 // Instrument returns cp with every call timed in karpenter_cloudprovider_duration_seconds and
@@ -89,7 +108,43 @@ func (i *instrumented) GetInstanceTypes(ctx context.Context, np *karpv1.NodePool
 	done := i.measure("GetInstanceTypes")
 	out, err := i.CloudProvider.GetInstanceTypes(ctx, np)
 	done(err)
+	if err == nil {
+		recordInstanceTypes(out)
+	}
 	return out, err
+}
+
+// recordInstanceTypes sets the instance type gauges from its. Several offerings of one type,
+// capacity type and zone (capacity reservations) count as available when any is, at the
+// cheapest price.
+func recordInstanceTypes(its []*InstanceType) {
+	type key struct{ instanceType, capacityType, zone string }
+	type seen struct {
+		available bool
+		price     float64
+	}
+	for _, it := range its {
+		if cpu, ok := it.Capacity[corev1.ResourceCPU]; ok {
+			instanceTypeCPU.WithLabelValues(it.Name).Set(cpu.AsApproximateFloat64())
+		}
+		if mem, ok := it.Capacity[corev1.ResourceMemory]; ok {
+			instanceTypeMemory.WithLabelValues(it.Name).Set(mem.AsApproximateFloat64())
+		}
+		offerings := map[key]seen{}
+		for _, o := range it.Offerings {
+			k := key{it.Name, o.CapacityType(), o.Zone()}
+			s, ok := offerings[k]
+			if !ok || o.Price < s.price {
+				s.price = o.Price
+			}
+			s.available = s.available || o.Available
+			offerings[k] = s
+		}
+		for k, s := range offerings {
+			offeringAvailable.WithLabelValues(k.instanceType, k.capacityType, k.zone).Set(map[bool]float64{true: 1, false: 0}[s.available])
+			offeringPrice.WithLabelValues(k.instanceType, k.capacityType, k.zone).Set(s.price)
+		}
+	}
 }
 
 func (i *instrumented) IsDrifted(ctx context.Context, nc *karpv1.NodeClaim) (DriftReason, error) {

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 )
@@ -59,5 +62,56 @@ func TestInstrumentCountsErrorsByKind(t *testing.T) {
 				t.Error("no duration observed")
 			}
 		})
+	}
+}
+
+// typed answers GetInstanceTypes with its types.
+type typed struct {
+	CloudProvider
+	types []*InstanceType
+}
+
+func (f typed) Name() string { return "fake" }
+func (f typed) GetInstanceTypes(context.Context, *karpv1.NodePool) ([]*InstanceType, error) {
+	return f.types, nil
+}
+
+func TestInstrumentRecordsInstanceTypes(t *testing.T) {
+	unavailable := NewOffering("zone-a", karpv1.CapacityTypeSpot, 0.05, false)
+	types := []*InstanceType{{
+		Name:     "metrics.large",
+		Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi")},
+		Offerings: Offerings{
+			NewOffering("zone-a", karpv1.CapacityTypeOnDemand, 0.1, true),
+			unavailable,
+			NewReservedOffering("zone-a", "cr-1", 0.02, 0),
+			NewReservedOffering("zone-a", "cr-2", 0.01, 3),
+		},
+	}}
+	cp := Instrument(typed{types: types}, "metrics-test")
+	if _, err := cp.GetInstanceTypes(context.Background(), &karpv1.NodePool{}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		metric interface {
+			WithLabelValues(...string) prometheus.Gauge
+		}
+		labels []string
+		want   float64
+	}{
+		{"cpu cores", instanceTypeCPU, []string{"metrics.large"}, 2},
+		{"memory bytes", instanceTypeMemory, []string{"metrics.large"}, 8 << 30},
+		{"on-demand available", offeringAvailable, []string{"metrics.large", "on-demand", "zone-a"}, 1},
+		{"on-demand price", offeringPrice, []string{"metrics.large", "on-demand", "zone-a"}, 0.1},
+		{"spot unavailable", offeringAvailable, []string{"metrics.large", "spot", "zone-a"}, 0},
+		{"spot price", offeringPrice, []string{"metrics.large", "spot", "zone-a"}, 0.05},
+		{"reserved available when one reservation is", offeringAvailable, []string{"metrics.large", "reserved", "zone-a"}, 1},
+		{"reserved at the cheapest reservation", offeringPrice, []string{"metrics.large", "reserved", "zone-a"}, 0.01},
+	}
+	for _, tt := range tests {
+		if got := testutil.ToFloat64(tt.metric.WithLabelValues(tt.labels...)); got != tt.want {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }

@@ -17,7 +17,7 @@ var durationBuckets = []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 
 var (
 	// solverPanics counts batches whose planning panicked; their pods are quarantined.
 	solverPanics = metrics.NewCounterVec(&metrics.CounterOpts{
-		Namespace:      "karpenter",
+		Namespace:      "joinery",
 		Subsystem:      "provisioner",
 		Name:           "scheduling_simulation_panics_total",
 		Help:           "Provisioning batches whose scheduling simulation panicked; the batch's pods are quarantined. Labelled by scheduler profile.",
@@ -25,7 +25,7 @@ var (
 	}, []string{"profile"})
 	// planTimeouts counts batches whose planning ran past PlanTimeout.
 	planTimeouts = metrics.NewCounterVec(&metrics.CounterOpts{
-		Namespace:      "karpenter",
+		Namespace:      "joinery",
 		Subsystem:      "provisioner",
 		Name:           "scheduling_simulation_timeouts_total",
 		Help:           "Provisioning batches whose scheduling simulation ran past the plugin's planTimeout. Labelled by scheduler profile.",
@@ -59,6 +59,11 @@ var (
 		Help:           "The number of unschedulable Pods: pods of the last batch no NodePool could fit.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"controller"})
+	pendingPodsByZone = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace: "karpenter", Subsystem: "scheduler", Name: "pending_pods_by_effective_zone_count",
+		Help:           "Pending pods of the last batch dimensioned by effective zone constraint: the intersection of the pod's zone signals (nodeSelector and required node affinity, over its alternative terms). Values: a zone name when exactly one zone is allowed, 'flexible' (several zones, or no zone constraint), or 'none' (no zone allowed).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"controller", "zone"})
 
 	// nodeClaimsCreated counts the NodeClaims the plugin created.
 	nodeClaimsCreated = metrics.NewCounterVec(&metrics.CounterOpts{
@@ -111,7 +116,7 @@ var registerMetrics sync.Once
 func RegisterMetrics() {
 	registerMetrics.Do(func() {
 		legacyregistry.MustRegister(solverPanics, planTimeouts, plannedPodsRestored,
-			schedulingDuration, queueDepth, unfinishedWork, ignoredPods, unschedulablePods, nodeClaimsCreated,
+			schedulingDuration, queueDepth, unfinishedWork, ignoredPods, unschedulablePods, pendingPodsByZone, nodeClaimsCreated,
 			podSchedulingDecision, podUndecided, podProvisioningBound, podProvisioningUnbound, podProvisioningStartup, podProvisioningUnstarted)
 	})
 }

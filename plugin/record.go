@@ -23,7 +23,7 @@ const reasonPlannedPodsRestored = "PlannedPodsRestored"
 
 // plannedPodsRestored counts NodeClaims whose planned-pods annotation the plugin wrote again.
 var plannedPodsRestored = metrics.NewCounterVec(&metrics.CounterOpts{
-	Namespace:      "karpenter",
+	Namespace:      "joinery",
 	Subsystem:      "provisioner",
 	Name:           "planned_pods_restored_total",
 	Help:           "Launching NodeClaims whose joinery.dev/planned-pods annotation had lost pods that wait for them (removed, or corrupt) and was written again from the scheduler's record. Labelled by scheduler profile and why: missing or corrupt.",

@@ -41,6 +41,7 @@ func (s *Settings) NewInstanceTypes(cfg awssdk.Config, log logr.Logger) *Instanc
 		Region:                  cfg.Region,
 		VMMemoryOverheadPercent: &overhead,
 		ReservedENIs:            s.ReservedENIs,
+		DisableReservedCapacity: s.DisableReservedCapacity,
 		Logger:                  log.WithName("instancetype"),
 	})
 	return &InstanceTypes{Types: types, Prices: prices}

@@ -42,6 +42,9 @@ type Settings struct {
 	// IsolatedVPC means the Pricing API cannot be reached: on-demand prices stay the built-in
 	// table's.
 	IsolatedVPC bool
+	// DisableReservedCapacity is not a flag: the binary sets it from the ReservedCapacity
+	// feature gate (off: no capacity reservation is launched into or priced).
+	DisableReservedCapacity bool
 
 	// envErrs are environment variables that could not be parsed as their flag's type.
 	envErrs []error

@@ -30,6 +30,9 @@ type Options struct {
 	EphemeralStorage resource.Quantity
 	// Overlay adjusts the catalog (NodeOverlay) for listing and launching alike; nil for none.
 	Overlay cloudprovider.Overlay
+	// DisableReservedCapacity leaves the catalog's reserved offerings out: Karpenter's
+	// ReservedCapacity feature gate turned off.
+	DisableReservedCapacity bool
 }
 
 // CloudProvider is the kwok provider. It is safe for concurrent use.
@@ -63,6 +66,7 @@ func New(c client.Client, opts Options) (*CloudProvider, error) {
 		VMMemoryOverheadPercent: opts.VMMemoryOverheadPercent,
 		Kubelet:                 opts.Kubelet,
 		EphemeralStorage:        opts.EphemeralStorage,
+		DisableReservedCapacity: opts.DisableReservedCapacity,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building instance types: %w", err)

@@ -571,3 +571,65 @@ func TestCreateWithOverlay(t *testing.T) {
 		}
 	}
 }
+
+// TestReservedCapacityGate: with Karpenter's ReservedCapacity gate off, the catalog's capacity
+// reservation is neither listed (so nothing plans or prices with it) nor launched into.
+func TestReservedCapacityGate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "catalog.yaml")
+	if err := os.WriteFile(path, []byte(testCatalog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	inZoneC := requirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "c")
+	onlyReserved := requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeReserved)
+	for _, tt := range []struct {
+		name         string
+		disable      bool
+		wantReserved bool
+	}{
+		{"gate on (Karpenter's default): the reservation is used", false, true},
+		{"gate off: no reserved offering", true, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			c := fake.NewClientBuilder().WithScheme(newScheme(t)).WithObjects(readyClass("default")).Build()
+			p, err := New(c, Options{CatalogPath: path, DisableReservedCapacity: tt.disable})
+			if err != nil {
+				t.Fatal(err)
+			}
+			its, err := p.GetInstanceTypes(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var reserved int
+			for _, it := range its {
+				for _, o := range it.Offerings {
+					if o.CapacityType() == karpv1.CapacityTypeReserved {
+						reserved++
+					}
+				}
+				if !tt.wantReserved && it.Requirements.Get(karpv1.CapacityTypeLabelKey).Has(karpv1.CapacityTypeReserved) {
+					t.Errorf("%s: capacity types %v offer reserved with the gate off", it.Name, it.Requirements.Get(karpv1.CapacityTypeLabelKey).Values())
+				}
+			}
+			if (reserved > 0) != tt.wantReserved {
+				t.Errorf("%d reserved offerings listed, want reserved = %t", reserved, tt.wantReserved)
+			}
+			launched, err := p.Create(ctx, newNodeClaim("first", inZoneC))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := karpv1.CapacityTypeOnDemand
+			if tt.wantReserved {
+				want = karpv1.CapacityTypeReserved
+			}
+			if got := launched.Labels[karpv1.CapacityTypeLabelKey]; got != want {
+				t.Errorf("launch in zone c took %s, want %s", got, want)
+			}
+			if tt.disable {
+				if _, err := p.Create(ctx, newNodeClaim("reserved-only", inZoneC, onlyReserved)); !cloudprovider.IsInsufficientCapacityError(err) {
+					t.Errorf("reserved-only launch with the gate off: error = %v, want insufficient capacity", err)
+				}
+			}
+		})
+	}
+}

@@ -255,14 +255,16 @@ func newCloudProvider(ctx context.Context, opts options, mgr ctrl.Manager, names
 	}
 	switch opts.cloudProvider {
 	case kwok.Name:
-		cp, err := kwok.New(mgr.GetClient(), kwok.Options{Overlay: overlay})
+		cp, err := kwok.New(mgr.GetClient(), kwok.Options{Overlay: overlay, DisableReservedCapacity: !opts.featureGates.Enabled(featuregates.ReservedCapacity)})
 		if err != nil {
 			return nil, fmt.Errorf("creating the kwok cloud provider: %w", err)
 		}
 		return cp, nil
 	case aws.Name:
+		settings := opts.aws
+		settings.DisableReservedCapacity = !opts.featureGates.Enabled(featuregates.ReservedCapacity)
 		cp, err := aws.New(ctx, mgr, aws.Options{
-			Settings:          opts.aws,
+			Settings:          settings,
 			Namespace:         namespace,
 			InterruptionQueue: opts.interruptionQueue,
 			// The same record the NodeClaim lifecycle controller writes and the scheduler plugin reads.

@@ -62,7 +62,7 @@ func main() {
 		MinValuesPolicy:   env.MinValuesPolicy,
 	}, WrapRecorder: eventlimit.Wrap})
 	command := newSchedulerCommand(gate, app.WithPlugin(plugin.Name, provisioner))
-	providers := &providerFlags{}
+	providers := &providerFlags{disableReservedCapacity: !gates.Enabled(featuregates.ReservedCapacity)}
 	readiness := &readinessServer{}
 	if env.HealthProbePort != nil {
 		readiness.address = fmt.Sprintf(":%d", *env.HealthProbePort)

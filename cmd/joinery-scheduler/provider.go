@@ -19,6 +19,8 @@ import (
 type providerFlags struct {
 	cloudProvider string
 	aws           aws.Settings
+	// disableReservedCapacity is the ReservedCapacity feature gate turned off.
+	disableReservedCapacity bool
 }
 
 func (p *providerFlags) bind(fs *flag.FlagSet) {
@@ -31,16 +33,17 @@ func (p *providerFlags) bind(fs *flag.FlagSet) {
 func (p *providerFlags) instanceTypes(ctx context.Context) (planner.InstanceTypesFunc, error) {
 	switch p.cloudProvider {
 	case kwok.Name:
-		return kwokInstanceTypes, nil
+		return p.kwokInstanceTypes, nil
 	case aws.Name:
+		p.aws.DisableReservedCapacity = p.disableReservedCapacity
 		return p.awsInstanceTypes(ctx)
 	default:
 		return nil, fmt.Errorf("unknown --cloud-provider %q (known: %s, %s)", p.cloudProvider, kwok.Name, aws.Name)
 	}
 }
 
-func kwokInstanceTypes(c client.Client, overlay cloudprovider.Overlay) (solver.InstanceTypeSource, error) {
-	provider, err := kwok.New(c, kwok.Options{Overlay: overlay})
+func (p *providerFlags) kwokInstanceTypes(c client.Client, overlay cloudprovider.Overlay) (solver.InstanceTypeSource, error) {
+	provider, err := kwok.New(c, kwok.Options{Overlay: overlay, DisableReservedCapacity: p.disableReservedCapacity})
 	if err != nil {
 		return nil, fmt.Errorf("building the kwok cloud provider: %w", err)
 	}

@@ -69,21 +69,29 @@ func (f *clusterFlags) capture(ctx context.Context) (*snapshot.Snapshot, error) 
 }
 
 // instanceTypes builds the provider's catalog as the binaries do: with the NodeOverlay gate on
-// (FEATURE_GATES, as for joinery-controller), through the cluster's NodeOverlays.
+// (FEATURE_GATES, as for joinery-controller), through the cluster's NodeOverlays, and without
+// reserved offerings when ReservedCapacity is off.
 func (f *clusterFlags) instanceTypes(ctx context.Context, c client.Client) (snapshot.InstanceTypeSource, error) {
 	overlay, err := clusterOverlays(ctx, c)
 	if err != nil {
 		return nil, err
 	}
+	gates, err := featuregates.FromEnv(os.Getenv(featuregates.EnvVar))
+	if err != nil {
+		return nil, err
+	}
+	noReserved := !gates.Enabled(featuregates.ReservedCapacity)
 	switch f.cloudProvider {
 	case kwok.Name:
-		p, err := kwok.New(c, kwok.Options{Overlay: overlay})
+		p, err := kwok.New(c, kwok.Options{Overlay: overlay, DisableReservedCapacity: noReserved})
 		if err != nil {
 			return nil, fmt.Errorf("building the kwok cloud provider: %w", err)
 		}
 		return p, nil
 	case aws.Name:
-		newSource, err := aws.NewInstanceTypeSource(ctx, f.aws, klog.Background().WithName("aws"))
+		settings := f.aws
+		settings.DisableReservedCapacity = noReserved
+		newSource, err := aws.NewInstanceTypeSource(ctx, settings, klog.Background().WithName("aws"))
 		if err != nil {
 			return nil, err
 		}

@@ -116,9 +116,13 @@ func TestExport(t *testing.T) {
 			{Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{"on-demand"}},
 			{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"zone-b"}},
 		}}}
+	// unknown runs a type the catalog does not have: it cannot be priced.
+	unknown, nu := launched("u", "web", "huge", "zone-a", "on-demand", "8")
+	unknown.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"huge"}}}
 	web := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
 	idle := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "idle"}}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects([]client.Object{web, idle, a, na, b, nb, launching, pod("p", "a", "2")}...).Build()
+	errorsBefore := testutil.ToFloat64(costTrackerErrors.WithLabelValues("web"))
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects([]client.Object{web, idle, a, na, b, nb, launching, unknown, nu, pod("p", "a", "2")}...).Build()
 	e := &Exporter{Client: c, InstanceTypes: testCatalog()}
 	if err := e.Export(context.Background()); err != nil {
 		t.Fatal(err)
@@ -133,6 +137,9 @@ func TestExport(t *testing.T) {
 		if got := testutil.ToFloat64(nodePoolCost.WithLabelValues(pool)); !near(got, want) {
 			t.Errorf("karpenter_nodepools_cost_total{nodepool=%q} = %v, want %v", pool, got, want)
 		}
+	}
+	if got := testutil.ToFloat64(costTrackerErrors.WithLabelValues("web")) - errorsBefore; got != 1 {
+		t.Errorf("karpenter_nodepools_cost_tracker_errors_total{nodepool=web} grew by %v, want 1 (the NodeClaim of an unknown type)", got)
 	}
 	if n := testutil.CollectAndCount(nodePoolCost); n != 2 {
 		t.Errorf("karpenter_nodepools_cost_total has %d series, want 2", n)

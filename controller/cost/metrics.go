@@ -41,10 +41,15 @@ var (
 		Namespace: "joinery", Subsystem: "nodepool", Name: "utilization",
 		Help: "Requests of the pods on the NodePool's nodes over their allocatable (0..1), by capacity type, zone and resource (cpu, memory).",
 	}, []string{"nodepool", "capacity_type", "zone", "resource"})
+	// costTrackerErrors is Karpenter's count of NodeClaims its cost tracking could not price.
+	costTrackerErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "karpenter", Subsystem: "nodepools", Name: "cost_tracker_errors_total",
+		Help: "Number of errors encountered during cost tracking operations: NodeClaims of the nodepool that a recomputation could not price (no offering of the NodePool's instance types matches their labels or requirements), counted at each recomputation. Labeled by nodepool.",
+	}, []string{"nodepool"})
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(nodePoolCost, costPerHour, nodeClaims, utilisation)
+	crmetrics.Registry.MustRegister(nodePoolCost, costPerHour, nodeClaims, utilisation, costTrackerErrors)
 }
 
 // Exporter recomputes the cost metrics every Interval. It is a manager Runnable.
@@ -117,6 +122,9 @@ func (e *Exporter) Export(ctx context.Context) error {
 		nodePoolCost.WithLabelValues(pool).Set(perHour)
 	}
 	for _, l := range lines {
+		if l.Unpriced > 0 {
+			costTrackerErrors.WithLabelValues(l.NodePool).Add(float64(l.Unpriced))
+		}
 		costPerHour.WithLabelValues(l.NodePool, l.CapacityType, l.Zone).Set(l.PerHour)
 		nodeClaims.WithLabelValues(l.NodePool, l.CapacityType, l.Zone).Set(float64(l.NodeClaims))
 		utilisation.WithLabelValues(l.NodePool, l.CapacityType, l.Zone, "cpu").Set(l.CPU)

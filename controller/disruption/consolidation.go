@@ -21,7 +21,7 @@ import (
 )
 
 // Time budgets of one consolidation decision (Karpenter's): when one runs out, the best
-// command found so far is used and karpenter_consolidation_timeouts_total counts it.
+// command found so far is used and karpenter_voluntary_disruption_consolidation_timeouts_total counts it.
 const (
 	DefaultMultiNodeTimeout  = time.Minute
 	DefaultSingleNodeTimeout = 3 * time.Minute

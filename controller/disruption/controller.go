@@ -199,7 +199,7 @@ func (c *Controller) Step(ctx context.Context) (bool, error) {
 		if err := c.queue.Start(ctx, fresh); err != nil {
 			return false, fmt.Errorf("%s: executing %s: %w", m.Name(), fresh, err)
 		}
-		decisionsTotal.WithLabelValues(string(fresh.Decision()), MetricReason(fresh.Reason), consolidationTypeOf(m)).Inc()
+		recordDecision(fresh, consolidationTypeOf(m))
 		if t := consolidationTypeOf(m); t == ConsolidationTypeMulti || t == ConsolidationTypeSingle {
 			recordApproved(c.pub, fresh)
 		}

@@ -17,6 +17,14 @@ var (
 		Namespace: "karpenter", Subsystem: "voluntary_disruption", Name: "decisions_total",
 		Help: "Disruption decisions made, by decision (delete, replace), reason and consolidation type.",
 	}, []string{"decision", "reason", "consolidation_type"})
+	decisionsByNodePool = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "karpenter", Subsystem: "voluntary_disruption", Name: "decisions_by_nodepool_total",
+		Help: "Number of disruption decisions performed by nodepool: each decision counts once for every NodePool among its candidates. Labeled by nodepool name, disruption decision, reason, and consolidation type.",
+	}, []string{"nodepool", "decision", "reason", "consolidation_type"})
+	queueFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "karpenter", Subsystem: "voluntary_disruption", Name: "queue_failures_total",
+		Help: "The number of times that an enqueued disruption decision failed: the command was rolled back (a step of its start failed, a replacement was lost, or the replacements did not initialize in time). Labeled by decision, reason and consolidation type.",
+	}, []string{"decision", "reason", "consolidation_type"})
 	eligibleNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "karpenter", Subsystem: "voluntary_disruption", Name: "eligible_nodes",
 		Help: "Nodes eligible for disruption by the method of the reason, at the last evaluation.",
@@ -43,7 +51,7 @@ var (
 		Help: "NodeClaims disrupted, by reason, NodePool and capacity type.",
 	}, []string{"reason", "nodepool", "capacity_type"})
 	consolidationTimeouts = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "karpenter", Subsystem: "consolidation", Name: "timeouts_total",
+		Namespace: "karpenter", Subsystem: "voluntary_disruption", Name: "consolidation_timeouts_total",
 		Help: "Consolidation decisions that ran out of their time budget, by consolidation type.",
 	}, []string{"consolidation_type"})
 	failedValidations = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -68,7 +76,7 @@ var (
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(decisionsTotal, consolidationTimeouts, consolidationScore, consolidationMoves, failedValidations, eligibleNodes, evaluationDuration, allowedDisruptions, nodesConsumingBudgets, nodeClaimsCreated, disruptedTotal, UnhealthyDisruptedTotal)
+	crmetrics.Registry.MustRegister(decisionsTotal, decisionsByNodePool, queueFailures, consolidationTimeouts, consolidationScore, consolidationMoves, failedValidations, eligibleNodes, evaluationDuration, allowedDisruptions, nodesConsumingBudgets, nodeClaimsCreated, disruptedTotal, UnhealthyDisruptedTotal)
 }
 
 // MetricReason turns a reason (Drifted, Empty, Expired) into its metric label value.
@@ -95,4 +103,49 @@ func recordCreated(reason string, repl *karpv1.NodeClaim) {
 // RecordDisrupted counts nc as disrupted for reason (Drifted, Empty, Expired, Unhealthy, ...).
 func RecordDisrupted(reason string, nc *karpv1.NodeClaim) {
 	disruptedTotal.WithLabelValues(MetricReason(reason), nc.Labels[karpv1.NodePoolLabelKey], nc.Labels[karpv1.CapacityTypeLabelKey]).Inc()
+}
+
+// recordDecision counts cmd, started by a method of consolidationType, once in
+// karpenter_voluntary_disruption_decisions_total and once per NodePool of its candidates in
+// karpenter_voluntary_disruption_decisions_by_nodepool_total.
+func recordDecision(cmd *Command, consolidationType string) {
+	decision, reason := string(cmd.Decision()), MetricReason(cmd.Reason)
+	decisionsTotal.WithLabelValues(decision, reason, consolidationType).Inc()
+	pools := map[string]bool{}
+	for _, c := range cmd.Candidates {
+		pools[c.NodeClaim.Labels[karpv1.NodePoolLabelKey]] = true
+	}
+	for pool := range pools {
+		decisionsByNodePool.WithLabelValues(pool, decision, reason, consolidationType).Inc()
+	}
+}
+
+// recordQueueFailure counts command id, being rolled back, in
+// karpenter_voluntary_disruption_queue_failures_total. The labels come from what the cluster
+// keeps of the command (its candidates' annotations and its ID's method), so a command resumed
+// after a restart is counted alike.
+func recordQueueFailure(id string, cands []*karpv1.NodeClaim) {
+	decision, reason := DecisionDelete, ""
+	if len(cands) > 0 {
+		reason = MetricReason(cands[0].Annotations[commandReasonAnnotationKey])
+		if n, _ := strconv.Atoi(cands[0].Annotations[ReplacementsAnnotationKey]); n > 0 {
+			decision = DecisionReplace
+		}
+	}
+	queueFailures.WithLabelValues(string(decision), reason, consolidationTypeOfCommandID(id)).Inc()
+}
+
+// consolidationTypeOfCommandID is the consolidation type of the method that made command id
+// (its ID is the method's name, a dash and a random suffix), or "" for drift and others.
+func consolidationTypeOfCommandID(id string) string {
+	method := id
+	if i := strings.LastIndexByte(id, '-'); i >= 0 {
+		method = id[:i]
+	}
+	for _, m := range []Method{&MultiNodeConsolidation{}, &SingleNodeConsolidation{}, &Emptiness{}} {
+		if m.Name() == method {
+			return consolidationTypeOf(m)
+		}
+	}
+	return ""
 }

@@ -237,6 +237,7 @@ func (q *Queue) rollback(ctx context.Context, id, why string) {
 		log.Error(err, "rolling back")
 		return
 	}
+	recordQueueFailure(id, cands)
 	for _, r := range repls {
 		if r.DeletionTimestamp == nil {
 			if err := q.client.Delete(ctx, r); client.IgnoreNotFound(err) != nil {

@@ -193,6 +193,7 @@ func TestQueueRollsBack(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newQueueHarness(t, driftObjects()...)
+			failures := testutil.ToFloat64(queueFailures.WithLabelValues("replace", "drifted", ""))
 			if err := h.queue.Start(h.ctx, driftCommand(t, h.client)); err != nil {
 				t.Fatal(err)
 			}
@@ -202,6 +203,9 @@ func TestQueueRollsBack(t *testing.T) {
 			}
 			tt.cause(h, repls[0].Name)
 			h.eventually("rolled back", func() bool { return h.queue.Running() == 0 })
+			if got := testutil.ToFloat64(queueFailures.WithLabelValues("replace", "drifted", "")) - failures; got != 1 {
+				t.Errorf("karpenter_voluntary_disruption_queue_failures_total{decision=replace,reason=drifted} rose by %v, want 1", got)
+			}
 			a := h.nodeClaim("a")
 			if a == nil {
 				t.Fatal("candidate deleted, want kept")

@@ -1,6 +1,6 @@
 // Package nodeclaim wires the NodeClaim controllers into a manager: lifecycle (launch,
 // registration, initialization), the termination finalizers of NodeClaims and Nodes, drift
-// detection (the Drifted condition), and garbage collection of leaked instances and NodeClaims
+// detection (the Drifted condition), the consistency check (ConsistentStateFound), and garbage collection of leaked instances and NodeClaims
 // whose instance is gone.
 package nodeclaim
 
@@ -13,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/joinery-dev/joinery/cloudprovider"
+	"github.com/joinery-dev/joinery/controller/nodeclaim/consistency"
 	"github.com/joinery-dev/joinery/controller/nodeclaim/drift"
 	"github.com/joinery-dev/joinery/controller/nodeclaim/garbagecollection"
 	"github.com/joinery-dev/joinery/controller/nodeclaim/lifecycle"
@@ -55,6 +56,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cp cloudprovider.CloudProvider
 	}
 	if err := termination.NewNodeController(mgr.GetClient(), cloudprovider.Instrument(cp, termination.NodeControllerName)).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up %s: %w", termination.NodeControllerName, err)
+	}
+	if err := consistency.New(mgr.GetClient(), recorder).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up %s: %w", consistency.Name, err)
 	}
 	if err := drift.New(mgr.GetClient(), cloudprovider.Instrument(cp, drift.Name), drift.Options{}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up %s: %w", drift.Name, err)

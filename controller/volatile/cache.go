@@ -91,7 +91,7 @@ type Verifier struct {
 }
 
 var rejections = prometheus.NewCounter(prometheus.CounterOpts{
-	Namespace: "karpenter", Subsystem: "voluntary_disruption", Name: "volatile_requests_rejections_total",
+	Namespace: "joinery", Subsystem: "voluntary_disruption", Name: "volatile_requests_rejections_total",
 	Help: "Disruption commands rejected because a fresh dry-run of a volatile pod's owner disagreed with the prediction the simulation used.",
 })
 

@@ -46,6 +46,34 @@ type expected struct {
 	need              need
 }
 
+// optionalBecause says, for every optional row, why the scenario cannot make the series appear
+// (binary and name as in want). TestOptionalRowsHaveReasons holds the two together.
+var optionalBecause = map[string]string{
+	controller + " karpenter_pods_unstarted_time_seconds":                               "exists only while a pod waits to start; by the scrape every pod runs and the series is gone",
+	controller + " karpenter_pods_unbound_time_seconds":                                 "exists only while a pod waits to bind; gone by the scrape",
+	scheduler + " karpenter_pods_provisioning_unbound_time_seconds":                     "exists only while a pod waits to bind; gone by the scrape",
+	scheduler + " karpenter_pods_provisioning_unstarted_time_seconds":                   "exists only while a pod waits to start; gone by the scrape",
+	scheduler + " karpenter_pods_provisioning_scheduling_undecided_time_seconds":        "exists only while a pod waits for its first decision; gone by the scrape",
+	scheduler + " karpenter_scheduler_queue_depth":                                      "exists only while a batch is being planned",
+	scheduler + " karpenter_scheduler_unfinished_work_seconds":                          "exists only while a batch is being planned",
+	controller + " karpenter_nodeclaims_unhealthy_disrupted_total":                      "needs node repair: the NodeRepair gate and a node condition unhealthy for its toleration (30 min for Ready)",
+	controller + " karpenter_voluntary_disruption_failed_validations_total":             "needs a command the cluster invalidates during its validation delay: a race the test cannot time",
+	controller + " karpenter_voluntary_disruption_queue_failures_total":                 "needs a replacement that fails to launch or initialize; kwok launches every offering",
+	controller + " karpenter_voluntary_disruption_consolidation_timeouts_total":         "needs a consolidation search longer than its time budget",
+	controller + " karpenter_cloudprovider_errors_total":                                "needs a cloud provider error; kwok's calls succeed in this scenario",
+	controller + " karpenter_cloudprovider_batcher_batch_size":                          "only the AWS provider batches CreateFleet (e2e/aws); this suite runs kwok",
+	controller + " karpenter_cloudprovider_batcher_batch_time_seconds":                  "only the AWS provider batches CreateFleet (e2e/aws); this suite runs kwok",
+	controller + " karpenter_nodepools_cost_tracker_errors_total":                       "needs a NodeClaim no offering of its NodePool prices; kwok's catalog prices every one",
+	controller + " karpenter_nodes_total_daemon_requests":                               "needs a DaemonSet pod on a node; the local cluster runs no DaemonSet on kwok nodes",
+	controller + " karpenter_nodes_total_daemon_limits":                                 "as total_daemon_requests",
+	controller + " karpenter_nodeclaims_created_total":                                  "not caused yet: disruption's replacements; the scenario's budgets keep disruption away",
+	controller + " karpenter_nodeclaims_disrupted_total":                                "not caused yet: the scenario's budgets keep disruption away",
+	controller + " karpenter_voluntary_disruption_decisions_total":                      "not caused yet: the scenario's budgets keep disruption away",
+	controller + " karpenter_voluntary_disruption_decisions_by_nodepool_total":          "not caused yet: the scenario's budgets keep disruption away",
+	controller + " karpenter_voluntary_disruption_eligible_nodes":                       "not caused yet: set when a method evaluates candidates; the scenario's budgets keep disruption away",
+	controller + " karpenter_voluntary_disruption_decision_evaluation_duration_seconds": "not caused yet: as eligible_nodes",
+}
+
 // nodeLabels are the labels of the per-node gauges.
 var nodeLabels = []string{"node_name", "nodepool", "arch", "os", "capacity_type", "instance_type", "region", "zone", "phase"}
 
@@ -54,7 +82,7 @@ var want = []expected{
 	{scheduler, "karpenter_build_info", "gauge", []string{"version", "goversion", "goarch", "commit"}, observed},
 
 	{scheduler, "karpenter_nodeclaims_created_total", "counter", []string{"reason", "nodepool", "min_values_relaxed"}, observed},
-	{controller, "karpenter_nodeclaims_created_total", "counter", []string{"reason", "nodepool", "min_values_relaxed"}, optional}, // disruption's replacements
+	{controller, "karpenter_nodeclaims_created_total", "counter", []string{"reason", "nodepool", "min_values_relaxed"}, optional},
 	{controller, "karpenter_nodeclaims_terminated_total", "counter", []string{"nodepool", "capacity_type", "zone"}, observed},
 	{controller, "karpenter_nodeclaims_termination_duration_seconds", "histogram", []string{"nodepool"}, observed},
 	{controller, "karpenter_nodeclaims_instance_termination_duration_seconds", "histogram", []string{"nodepool"}, observed},
@@ -69,7 +97,7 @@ var want = []expected{
 	{controller, "karpenter_nodes_current_lifetime_seconds", "gauge", nodeLabels, observed},
 	{controller, "karpenter_nodes_allocatable", "gauge", append(slices.Clone(nodeLabels), "resource_type"), observed},
 	{controller, "karpenter_nodes_total_pod_requests", "gauge", append(slices.Clone(nodeLabels), "resource_type"), observed},
-	{controller, "karpenter_nodes_total_pod_limits", "gauge", append(slices.Clone(nodeLabels), "resource_type"), optional},
+	{controller, "karpenter_nodes_total_pod_limits", "gauge", append(slices.Clone(nodeLabels), "resource_type"), observed},
 	{controller, "karpenter_nodes_total_daemon_requests", "gauge", append(slices.Clone(nodeLabels), "resource_type"), optional},
 	{controller, "karpenter_nodes_total_daemon_limits", "gauge", append(slices.Clone(nodeLabels), "resource_type"), optional},
 	{controller, "karpenter_nodes_system_overhead", "gauge", append(slices.Clone(nodeLabels), "resource_type"), present},
@@ -100,11 +128,15 @@ var want = []expected{
 	{scheduler, "karpenter_scheduler_unfinished_work_seconds", "gauge", []string{"controller", "scheduling_id"}, optional},
 	{scheduler, "karpenter_scheduler_ignored_pods_count", "gauge", nil, present},
 	{scheduler, "karpenter_scheduler_unschedulable_pods_count", "gauge", []string{"controller"}, present},
+	{scheduler, "karpenter_scheduler_pending_pods_by_effective_zone_count", "gauge", []string{"controller", "zone"}, observed},
 
 	{controller, "karpenter_voluntary_disruption_decisions_total", "counter", []string{"decision", "reason", "consolidation_type"}, optional},
 	{controller, "karpenter_voluntary_disruption_eligible_nodes", "gauge", []string{"reason"}, optional},
 	{controller, "karpenter_voluntary_disruption_decision_evaluation_duration_seconds", "histogram", []string{"method", "consolidation_type"}, optional},
 	{controller, "karpenter_voluntary_disruption_failed_validations_total", "counter", []string{"consolidation_type"}, optional},
+	{controller, "karpenter_voluntary_disruption_decisions_by_nodepool_total", "counter", []string{"nodepool", "decision", "reason", "consolidation_type"}, optional},
+	{controller, "karpenter_voluntary_disruption_queue_failures_total", "counter", []string{"decision", "reason", "consolidation_type"}, optional},
+	{controller, "karpenter_voluntary_disruption_consolidation_timeouts_total", "counter", []string{"consolidation_type"}, optional},
 
 	{controller, "karpenter_cluster_state_node_count", "gauge", nil, observed},
 	{controller, "karpenter_cluster_state_synced", "gauge", nil, observed},
@@ -112,9 +144,34 @@ var want = []expected{
 
 	{controller, "karpenter_cloudprovider_duration_seconds", "histogram", []string{"controller", "method", "provider"}, observed},
 	{controller, "karpenter_cloudprovider_errors_total", "counter", []string{"controller", "method", "provider", "error"}, optional},
+	{controller, "karpenter_cloudprovider_instance_type_cpu_cores", "gauge", []string{"instance_type"}, observed},
+	{controller, "karpenter_cloudprovider_instance_type_memory_bytes", "gauge", []string{"instance_type"}, observed},
+	{controller, "karpenter_cloudprovider_instance_type_offering_available", "gauge", []string{"instance_type", "capacity_type", "zone"}, observed},
+	{controller, "karpenter_cloudprovider_instance_type_offering_price_estimate", "gauge", []string{"instance_type", "capacity_type", "zone"}, observed},
+	{controller, "karpenter_cloudprovider_batcher_batch_size", "histogram", []string{"batcher"}, optional},
+	{controller, "karpenter_cloudprovider_batcher_batch_time_seconds", "histogram", []string{"batcher"}, optional},
+	{controller, "karpenter_nodepools_cost_tracker_errors_total", "counter", []string{"nodepool"}, optional},
 	{controller, "karpenter_interruption_received_messages_total", "counter", []string{"message_type"}, present},
 	{controller, "karpenter_interruption_deleted_messages_total", "counter", nil, present},
 	{controller, "karpenter_interruption_message_queue_duration_seconds", "histogram", nil, present},
+}
+
+// TestOptionalRowsHaveReasons: a row is optional only with a reason, and every reason is for an
+// optional row.
+func TestOptionalRowsHaveReasons(t *testing.T) {
+	rows := map[string]bool{}
+	for _, w := range want {
+		key := w.binary + " " + w.name
+		rows[key] = true
+		if _, ok := optionalBecause[key]; ok != (w.need == optional) {
+			t.Errorf("%s: optional = %t, but a reason in optionalBecause = %t", key, w.need == optional, ok)
+		}
+	}
+	for key := range optionalBecause {
+		if !rows[key] {
+			t.Errorf("optionalBecause names %s, which is not a row", key)
+		}
+	}
 }
 
 // TestKarpenterMetrics scales a Deployment up from no nodes, drains its node by deleting the
@@ -240,12 +297,17 @@ spec:
 func createDeployment(t *testing.T, ns, group string, replicas int32) {
 	t.Helper()
 	labels := map[string]string{framework.GroupLabel: group}
+	spec := framework.GroupPodSpec(group, "500m", "256Mi")
+	// Limits as well as requests, so the nodes' pod-limit gauges have something to sum.
+	for i := range spec.Containers {
+		spec.Containers[i].Resources.Limits = spec.Containers[i].Resources.Requests.DeepCopy()
+	}
 	deploy := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(replicas),
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: framework.GroupPodSpec(group, "500m", "256Mi")},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec},
 		},
 	}
 	if _, err := env.Client.AppsV1().Deployments(ns).Create(t.Context(), deploy, metav1.CreateOptions{}); err != nil {

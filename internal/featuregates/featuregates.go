@@ -2,7 +2,8 @@
 // parsed from the --feature-gates flag or the FEATURE_GATES environment variable
 // ("NodeRepair=true,SpotToSpotConsolidation=true"). Binaries parse once at start-up and hand
 // the result to the controllers that need it; an unknown gate or a value that is not a
-// boolean fails start-up with a message naming the setting.
+// boolean fails start-up with a message naming the setting, and so does a gate value joinery
+// cannot act on (StaticCapacity=true).
 package featuregates
 
 import (
@@ -37,6 +38,12 @@ var defaults = map[string]bool{
 	NodeOverlay:             false,
 	StaticCapacity:          false,
 	CapacityBuffer:          false,
+}
+
+// refused are gate values joinery cannot honour: start-up fails with the reason rather than
+// accept a setting that would change nothing.
+var refused = map[string]map[bool]string{
+	StaticCapacity: {true: "joinery does not implement static NodePools (NodePool spec.replicas)"},
 }
 
 // Gates is the set of enabled and disabled gates. The zero value has every gate at its default.
@@ -84,6 +91,9 @@ func Parse(source, value string) (Gates, error) {
 		on, err := strconv.ParseBool(raw)
 		if err != nil {
 			return Gates{}, fmt.Errorf("%s: feature gate %s has value %q, want true or false", source, name, raw)
+		}
+		if why, ok := refused[name][on]; ok {
+			return Gates{}, fmt.Errorf("%s: feature gate %s=%t is refused: %s", source, name, on, why)
 		}
 		g.overrides[name] = on
 	}

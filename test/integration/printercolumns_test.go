@@ -116,6 +116,21 @@ func TestPrinterColumns(t *testing.T) {
 	}
 }
 
+// TestNodeClaimWideColumns is `kubectl get nodeclaims -o wide`: Karpenter's priority-1 columns
+// in Karpenter's order, ImageID first.
+func TestNodeClaimWideColumns(t *testing.T) {
+	table := getTable(t, "/apis/karpenter.sh/v1/nodeclaims")
+	var wide []string
+	for _, column := range table.ColumnDefinitions {
+		if column.Priority == 1 {
+			wide = append(wide, column.Name)
+		}
+	}
+	if want := []string{"ImageID", "ID", "NodePool", "NodeClass", "Drifted"}; !slices.Equal(wide, want) {
+		t.Errorf("-o wide columns %q, want %q", wide, want)
+	}
+}
+
 // getTable lists path as a server-side Table, as kubectl does.
 func getTable(t *testing.T, path string) *metav1.Table {
 	t.Helper()

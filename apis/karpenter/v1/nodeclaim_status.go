@@ -30,6 +30,13 @@ const (
 	ConditionTypeDisruptionReason = "DisruptionReason"
 	// ConditionTypeConsistentStateFound: the node matches what the NodeClaim promised.
 	ConditionTypeConsistentStateFound = "ConsistentStateFound"
+	// ConditionTypeDrained: the terminating node's pods are evicted (Unknown while draining).
+	ConditionTypeDrained = "Drained"
+	// ConditionTypeVolumesDetached: the terminating node's volumes are detached (Unknown while
+	// waiting for their VolumeAttachments).
+	ConditionTypeVolumesDetached = "VolumesDetached"
+	// ConditionTypeInstanceTerminating: the cloud provider was asked to terminate the instance.
+	ConditionTypeInstanceTerminating = "InstanceTerminating"
 )
 
 // NodeClaimStatus is the observed state of a NodeClaim.

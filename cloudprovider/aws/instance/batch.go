@@ -114,6 +114,7 @@ type batch struct {
 	members   []*member
 	idle, max *time.Timer
 	sent      bool
+	opened    time.Time // when its first launch joined, for the batch_time metric
 }
 
 // batcher collects launches per key and hands each batch to send when it is idle, old or full.
@@ -136,7 +137,7 @@ func (b *batcher) add(m *member) {
 	defer b.mu.Unlock()
 	bt := b.open[key]
 	if bt == nil {
-		bt = &batch{key: key}
+		bt = &batch{key: key, opened: time.Now()}
 		b.open[key] = bt
 		bt.idle = time.AfterFunc(b.opts.IdleDuration, func() { b.flush(bt) })
 		bt.max = time.AfterFunc(b.opts.MaxDuration, func() { b.flush(bt) })
@@ -146,7 +147,9 @@ func (b *batcher) add(m *member) {
 	m.batch = bt
 	bt.members = append(bt.members, m)
 	if len(bt.members) >= b.opts.MaxSize {
-		go b.send(b.closeLocked(bt))
+		members := b.closeLocked(bt)
+		observeBatch(bt, members)
+		go b.send(members)
 	}
 }
 
@@ -160,6 +163,7 @@ func (b *batcher) flush(bt *batch) {
 	members := b.closeLocked(bt)
 	b.mu.Unlock()
 	if len(members) > 0 {
+		observeBatch(bt, members)
 		b.send(members)
 	}
 }
@@ -174,6 +178,13 @@ func (b *batcher) closeLocked(bt *batch) []*member {
 		delete(b.open, bt.key)
 	}
 	return bt.members
+}
+
+// observeBatch records a batch that is being sent with members (a batch emptied by withdrawals
+// sends nothing and is not recorded).
+func observeBatch(bt *batch, members []*member) {
+	batchSize.WithLabelValues(batcherCreateFleet).Observe(float64(len(members)))
+	batchTime.WithLabelValues(batcherCreateFleet).Observe(time.Since(bt.opened).Seconds())
 }
 
 // withdraw takes m out of its batch if the batch has not been sent, and reports whether it did.

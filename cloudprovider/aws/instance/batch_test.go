@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	awsv1 "github.com/joinery-dev/joinery/apis/aws/v1"
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
@@ -92,9 +94,18 @@ func TestBatchConcurrentIdenticalLaunches(t *testing.T) {
 	ctx := context.Background()
 	reqs := f.requests(t, 10, "uid", f.template(t), karpv1.CapacityTypeOnDemand, []string{"c6i.large", "m5.2xlarge"}, []string{"us-west-2b", "us-west-2c"})
 
+	sizeBefore, sumBefore := histogram(t, instance.BatchHistograms.Size)
+	timeBefore, _ := histogram(t, instance.BatchHistograms.Time)
 	results := launchAll(ctx, p, reqs)
 	if n := f.srv.Calls(awsemulator.ServiceEC2, "CreateFleet"); n != 1 {
 		t.Errorf("%d CreateFleet calls, want 1", n)
+	}
+	// Karpenter's batcher metrics see the one batch of 10.
+	if count, sum := histogram(t, instance.BatchHistograms.Size); count-sizeBefore != 1 || sum-sumBefore != 10 {
+		t.Errorf("karpenter_cloudprovider_batcher_batch_size{batcher=create_fleet} grew by %d batches of %v launches, want 1 of 10", count-sizeBefore, sum-sumBefore)
+	}
+	if count, _ := histogram(t, instance.BatchHistograms.Time); count-timeBefore != 1 {
+		t.Errorf("karpenter_cloudprovider_batcher_batch_time_seconds grew by %d observations, want 1", count-timeBefore)
 	}
 	seen := map[string]string{}
 	for _, r := range results {
@@ -431,4 +442,16 @@ func TestBatchWindows(t *testing.T) {
 			}
 		})
 	}
+}
+
+// histogram reads the create_fleet series of h: its sample count and sum.
+func histogram(t *testing.T, h interface {
+	WithLabelValues(...string) prometheus.Observer
+}) (uint64, float64) {
+	t.Helper()
+	var m dto.Metric
+	if err := h.WithLabelValues("create_fleet").(prometheus.Metric).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
 }

@@ -93,6 +93,9 @@ func (p *Provider) newBuilder(class *awsv1.EC2NodeClass, opts ListOptions) (*bui
 		b.amis = append(b.amis, reqs)
 	}
 	for _, cr := range class.Status.CapacityReservations {
+		if p.opts.DisableReservedCapacity {
+			break // ReservedCapacity=false: no reserved offering
+		}
 		b.reservations[cr.InstanceType] = append(b.reservations[cr.InstanceType], cr)
 	}
 	return b, nil

@@ -188,6 +188,32 @@ func TestReservedOfferings(t *testing.T) {
 	}
 }
 
+// TestReservedCapacityGateOff: with Karpenter's ReservedCapacity gate off the class's
+// reservations give no offering, so none is launched into or priced.
+func TestReservedCapacityGateOff(t *testing.T) {
+	e := newEnv(t)
+	class := e.resolvedClass("us-west-2a")
+	class.Status.CapacityReservations = []awsv1.CapacityReservation{
+		{ID: "cr-open", InstanceType: "m5.large", AvailabilityZone: "us-west-2a", OwnerID: "111122223333", InstanceMatchCriteria: "open"},
+	}
+	its, err := e.provider(t, instancetype.Options{DisableReservedCapacity: true}).List(context.Background(), class, instancetype.ListOptions{
+		ReservationCapacity: map[string]int{"cr-open": 3},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m5 := byName(its)["m5.large"]
+	if o := offering(m5, karpv1.CapacityTypeReserved, "us-west-2a"); o != nil {
+		t.Errorf("reserved offering listed with the gate off: %+v", o)
+	}
+	if m5.Requirements.Get(karpv1.CapacityTypeLabelKey).Has(karpv1.CapacityTypeReserved) {
+		t.Errorf("m5.large capacity types %v include reserved with the gate off", m5.Requirements.Get(karpv1.CapacityTypeLabelKey).Values())
+	}
+	if offering(m5, karpv1.CapacityTypeOnDemand, "us-west-2a") == nil {
+		t.Error("on-demand offering missing")
+	}
+}
+
 func TestUnavailableOfferings(t *testing.T) {
 	e := newEnv(t)
 	until := time.Now().Add(cloudprovider.UnavailableOfferingsTTL)

@@ -43,7 +43,10 @@ type Options struct {
 	// ReservedENIs are network interfaces kept from pods (Karpenter's RESERVED_ENIS), which
 	// lowers the ENI-limited pod density.
 	ReservedENIs int
-	Logger       logr.Logger
+	// DisableReservedCapacity leaves capacity reservations out of the offerings, so none is
+	// launched into or priced: Karpenter's ReservedCapacity feature gate turned off.
+	DisableReservedCapacity bool
+	Logger                  logr.Logger
 }
 
 // Provider loads EC2's instance types and offerings and builds joinery's instance types from

@@ -36,6 +36,9 @@ type BuildOptions struct {
 	Kubelet cloudprovider.KubeletSettings
 	// EphemeralStorage is each node's ephemeral-storage capacity; DefaultEphemeralStorage if zero.
 	EphemeralStorage resource.Quantity
+	// DisableReservedCapacity leaves reserved offerings out, so none is launched or priced:
+	// Karpenter's ReservedCapacity feature gate turned off.
+	DisableReservedCapacity bool
 }
 
 // absentUnlessSet are the well-known instance labels a type without a value for them gets
@@ -66,7 +69,7 @@ func (s *InstanceType) build(opts BuildOptions) (*cloudprovider.InstanceType, er
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
-	offerings, err := s.offerings()
+	offerings, err := s.offerings(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +116,7 @@ func (s *InstanceType) validate() error {
 	return errors.Join(errs...)
 }
 
-func (s *InstanceType) offerings() (cloudprovider.Offerings, error) {
+func (s *InstanceType) offerings(opts BuildOptions) (cloudprovider.Offerings, error) {
 	out := make(cloudprovider.Offerings, 0, len(s.Offerings))
 	for _, o := range s.Offerings {
 		if o.Zone == "" || o.Price < 0 {
@@ -128,6 +131,9 @@ func (s *InstanceType) offerings() (cloudprovider.Offerings, error) {
 		case karpv1.CapacityTypeReserved:
 			if o.ReservationID == "" {
 				return nil, fmt.Errorf("offering %+v: a reserved offering needs a reservationID", o)
+			}
+			if opts.DisableReservedCapacity {
+				continue
 			}
 			offering := cloudprovider.NewReservedOffering(o.Zone, o.ReservationID, o.Price, o.ReservationCapacity)
 			offering.Available = offering.Available && !o.Unavailable

@@ -273,7 +273,7 @@ func TestReconcile(t *testing.T) {
 			if tt.wantReason != "" {
 				delta := testutil.ToFloat64(driftedTotal.WithLabelValues(string(tt.wantReason), "default")) - counted
 				if want := map[bool]float64{true: 1, false: 0}[tt.wantCounted]; delta != want {
-					t.Errorf("karpenter_nodeclaims_drifted_total{type=%s} grew by %v, want %v", tt.wantReason, delta, want)
+					t.Errorf("joinery_nodeclaims_drifted_total{type=%s} grew by %v, want %v", tt.wantReason, delta, want)
 				}
 			}
 			if tt.wantHash != "" {

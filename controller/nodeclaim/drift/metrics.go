@@ -14,7 +14,7 @@ const (
 // driftedTotal counts NodeClaims newly marked drifted, by drift reason and NodePool; a
 // NodeClaim that stays drifted across reconciles is counted once.
 var driftedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-	Namespace: "karpenter",
+	Namespace: "joinery",
 	Subsystem: "nodeclaims",
 	Name:      "drifted_total",
 	Help:      "NodeClaims marked drifted, by drift reason (type) and owning NodePool.",

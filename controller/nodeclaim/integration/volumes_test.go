@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -53,6 +54,20 @@ func TestTerminationWaitsForVolumeAttachments(t *testing.T) {
 	get(t, node)
 	if !slices.Contains(node.Finalizers, karpv1.TerminationFinalizer) {
 		t.Fatalf("node released while volume attachment %s remains", va.Name)
+	}
+	// The NodeClaim tells the steps apart through the API server: drained, volumes awaited, the
+	// instance not yet asked to terminate.
+	await(t, "nodeclaim "+nc.Name+" Drained=True, VolumesDetached=Unknown", func(ctx context.Context) (bool, error) {
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(nc), nc); err != nil {
+			return false, err
+		}
+		drained := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeDrained)
+		volumes := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeVolumesDetached)
+		return drained != nil && drained.Status == metav1.ConditionTrue &&
+			volumes != nil && volumes.Status == metav1.ConditionUnknown && volumes.Reason == "AwaitingVolumeDetachment", nil
+	})
+	if c := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeInstanceTerminating); c != nil {
+		t.Errorf("InstanceTerminating = %+v before the volumes detached, want none", c)
 	}
 
 	if err := admin.Delete(t.Context(), va); err != nil {

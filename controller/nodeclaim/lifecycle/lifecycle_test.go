@@ -427,7 +427,7 @@ func TestLifecycleTimeouts(t *testing.T) {
 				t.Fatal(err)
 			}
 			if after != before+1 {
-				t.Errorf("karpenter_nodeclaims_lifecycle_timeouts_total{phase=%q} went from %v to %v, want +1", tt.wantPhase, before, after)
+				t.Errorf("joinery_nodeclaims_lifecycle_timeouts_total{phase=%q} went from %v to %v, want +1", tt.wantPhase, before, after)
 			}
 		})
 	}

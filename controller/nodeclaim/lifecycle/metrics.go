@@ -13,7 +13,7 @@ const (
 
 // timedOutTotal counts NodeClaims deleted because a lifecycle phase ran out of time.
 var timedOutTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-	Namespace: "karpenter",
+	Namespace: "joinery",
 	Subsystem: "nodeclaims",
 	Name:      "lifecycle_timeouts_total",
 	Help:      "NodeClaims deleted because they did not register within the liveness TTL of their creation (phase registration) or did not initialize in time after registering (phase initialization), by owning NodePool.",

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -89,7 +90,13 @@ func (c *NodeController) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		return ctrl.Result{}, fmt.Errorf("draining node %s: %w", node.Name, err)
 	}
 	if wait > 0 {
+		if err := setCondition(ctx, c.client, claim, karpv1.ConditionTypeDrained, metav1.ConditionUnknown, reasonDraining, "Draining"); err != nil {
+			return ctrl.Result{}, err
+		}
 		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	if err := setCondition(ctx, c.client, claim, karpv1.ConditionTypeDrained, metav1.ConditionTrue, karpv1.ConditionTypeDrained, ""); err != nil {
+		return ctrl.Result{}, err
 	}
 	if drainedNodes.first(node.UID, time.Now()) {
 		nodesDrained.WithLabelValues(node.Labels[karpv1.NodePoolLabelKey]).Inc()
@@ -98,11 +105,20 @@ func (c *NodeController) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		return ctrl.Result{}, fmt.Errorf("awaiting volume detachment of node %s: %w", node.Name, err)
 	}
 	if wait > 0 {
+		if err := setCondition(ctx, c.client, claim, karpv1.ConditionTypeVolumesDetached, metav1.ConditionUnknown, reasonAwaitingVolumeDetachment, "Awaiting Volume Detachment"); err != nil {
+			return ctrl.Result{}, err
+		}
 		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	if err := setCondition(ctx, c.client, claim, karpv1.ConditionTypeVolumesDetached, metav1.ConditionTrue, karpv1.ConditionTypeVolumesDetached, ""); err != nil {
+		return ctrl.Result{}, err
 	}
 	if claim.Status.ProviderID != "" {
 		// Termination has begun (or is complete) once Delete succeeds; the NodeClaim's finalizer
 		// waits for it to finish.
+		if err := setCondition(ctx, c.client, claim, karpv1.ConditionTypeInstanceTerminating, metav1.ConditionTrue, reasonInstanceTerminating, "Instance is terminating"); err != nil {
+			return ctrl.Result{}, err
+		}
 		if _, err := terminateInstance(ctx, c.cloudProvider, claim); err != nil {
 			return ctrl.Result{}, err
 		}

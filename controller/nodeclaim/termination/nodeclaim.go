@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -68,6 +69,9 @@ func (c *NodeClaimController) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{RequeueAfter: awaitNodeInterval}, nil
 	}
 	if nc.Status.ProviderID != "" {
+		if err := setCondition(ctx, c.client, nc, karpv1.ConditionTypeInstanceTerminating, metav1.ConditionTrue, reasonInstanceTerminating, "Instance is terminating"); err != nil {
+			return ctrl.Result{}, err
+		}
 		gone, err := terminateInstance(ctx, c.cloudProvider, nc)
 		if err != nil {
 			return ctrl.Result{}, err

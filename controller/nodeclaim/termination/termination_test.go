@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -175,6 +177,12 @@ func TestInstanceTerminationFailureKeepsFinalizers(t *testing.T) {
 		t.Error("node released although its instance was not terminated")
 	}
 	fixtures.Get(t, h.client, nc)
+	// The drain and the volumes are done and the termination was asked for: the NodeClaim says so.
+	for _, ct := range []string{karpv1.ConditionTypeDrained, karpv1.ConditionTypeVolumesDetached, karpv1.ConditionTypeInstanceTerminating} {
+		if c := meta.FindStatusCondition(nc.Status.Conditions, ct); c == nil || c.Status != metav1.ConditionTrue {
+			t.Errorf("%s condition = %+v, want True", ct, c)
+		}
+	}
 	if _, err := h.claims.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Name: nc.Name}}); err != nil {
 		t.Fatal(err) // waits for the node: no error
 	}
