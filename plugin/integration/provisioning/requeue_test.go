@@ -34,6 +34,7 @@ func TestRefusedPodsArePlannedAgainWhenTheCauseChanges(t *testing.T) {
 		objects   func(ns string) []client.Object
 		pod       *corev1.Pod
 		refusal   string // what the refusal says
+		mounts    bool   // the pod mounts the claim <namespace>-data
 		change    func(t *testing.T, e *env, ns string)
 	}{{
 		name:      "a NodeClaim of the NodePool deleted frees its limits",
@@ -116,7 +117,8 @@ func TestRefusedPodsArePlannedAgainWhenTheCauseChanges(t *testing.T) {
 			return []client.Object{claim}
 		},
 		pod:     pod("web", "1", "1Gi"),
-		refusal: "unbound immediate PersistentVolumeClaims",
+		mounts:  true,
+		refusal: "PersistentVolumeClaims",
 		change: func(t *testing.T, e *env, ns string) {
 			pv, _ := boundVolume(ns, ns+"-volume", ns+"-data", emptyClass, corev1.LabelTopologyZone, zones...)
 			e.create(t, ns, pv)
@@ -149,7 +151,7 @@ func TestRefusedPodsArePlannedAgainWhenTheCauseChanges(t *testing.T) {
 				}
 			}
 			p := tc.pod.DeepCopy()
-			if strings.Contains(tc.refusal, "PersistentVolumeClaims") {
+			if tc.mounts {
 				mountingClaim(ns + "-data")(p)
 			}
 			created := e.createPods(t, ns, p)[0]
