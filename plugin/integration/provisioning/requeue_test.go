@@ -27,7 +27,6 @@ const offeringReturns = 30 * time.Second
 // change, and waits for the pod to be planned onto a NodeClaim.
 func TestRefusedPodsArePlannedAgainWhenTheCauseChanges(t *testing.T) {
 	taint := corev1.Taint{Key: "example.com/dedicated", Value: "other", Effect: corev1.TaintEffectNoSchedule}
-	emptyClass := ""
 	cases := []struct {
 		name      string
 		nodePools []*karpv1.NodePool
@@ -109,34 +108,6 @@ func TestRefusedPodsArePlannedAgainWhenTheCauseChanges(t *testing.T) {
 		pod:     pod("web", "1", "1Gi"),
 		refusal: "default",
 		change:  func(*testing.T, *env, string) {}, // time passes
-	}, {
-		name:      "the pod's claim bound",
-		nodePools: []*karpv1.NodePool{nodePool("default")},
-		objects: func(ns string) []client.Object {
-			claim := pendingClaim(ns+"-data", emptyClass)
-			return []client.Object{claim}
-		},
-		pod:     pod("web", "1", "1Gi"),
-		mounts:  true,
-		refusal: "PersistentVolumeClaims",
-		change: func(t *testing.T, e *env, ns string) {
-			pv, _ := boundVolume(ns, ns+"-volume", ns+"-data", emptyClass, corev1.LabelTopologyZone, zones...)
-			e.create(t, ns, pv)
-			var pvc corev1.PersistentVolumeClaim
-			if err := e.client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: ns + "-data"}, &pvc); err != nil {
-				t.Fatal(err)
-			}
-			pvc.Spec.VolumeName = pv.Name
-			if err := e.client.Update(t.Context(), &pvc); err != nil {
-				t.Fatal(err)
-			}
-			pvc.Status.Phase = corev1.ClaimBound
-			pvc.Status.AccessModes = pvc.Spec.AccessModes
-			pvc.Status.Capacity = pv.Spec.Capacity
-			if err := e.client.Status().Update(t.Context(), &pvc); err != nil {
-				t.Fatal(err)
-			}
-		},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
