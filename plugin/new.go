@@ -148,6 +148,24 @@ func (o Options) build(ctx context.Context, obj runtime.Object, handle fwk.Handl
 	if err != nil {
 		return nil, fmt.Errorf("%s: watching NodePools: %w", Name, err)
 	}
+	// Changes that can make a pod the last plan refused plannable (requeue.go).
+	onNodeClaims, onNodes, onNodePools, onClaims := p.requeueHandlers(ctx)
+	for _, w := range []struct {
+		what     string
+		informer interface {
+			AddEventHandler(cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error)
+		}
+		handler cache.ResourceEventHandler
+	}{
+		{"NodeClaims", ncInformer, onNodeClaims},
+		{"Nodes", handle.SharedInformerFactory().Core().V1().Nodes().Informer(), onNodes},
+		{"NodePools", npInformer, onNodePools},
+		{"PersistentVolumeClaims", handle.SharedInformerFactory().Core().V1().PersistentVolumeClaims().Informer(), onClaims},
+	} {
+		if _, err := w.informer.AddEventHandler(w.handler); err != nil {
+			return nil, fmt.Errorf("%s: watching %s: %w", Name, w.what, err)
+		}
+	}
 	if o.FeatureGates.Enabled(featuregates.NodeOverlay) {
 		// The planner applies NodeOverlays; the plugin retries what they may now place.
 		overlays, err := nodeClaims.GetInformer(ctx, &v1alpha1.NodeOverlay{}, crcache.BlockUntilSynced(false))

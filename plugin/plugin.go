@@ -74,6 +74,8 @@ type Plugin struct {
 
 	// buffers reads CapacityBuffers (gate CapacityBuffer); nil with the gate off.
 	buffers *bufferSource
+	// offerings plans refused pods again when a skipped unavailable offering expires.
+	offerings offeringTimer
 }
 
 var (

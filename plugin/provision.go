@@ -83,6 +83,7 @@ func (p *Plugin) provisionBatch(ctx context.Context) {
 	}
 	unschedulablePods.WithLabelValues(metricController).Set(float64(unschedulable))
 	recordEffectiveZones(pods)
+	p.replanWhenOfferingsReturn(unschedulable)
 	if len(pods) > 0 {
 		logger.Info("found provisionable pod(s)", "Pods", formatPods(pods), "duration", p.clock.Since(start))
 	}

@@ -79,6 +79,10 @@ type resolved struct {
 	template    *corev1.PodTemplate // the PodTemplate chunks are made from (status.podTemplateRef)
 	replicas    int32
 	reason, msg string // ReadyForProvisioning=False when reason is set
+	// granted is how many of replicas buffer.MaxVirtualPods leaves the buffer; below replicas,
+	// ReadyForProvisioning is False (VirtualPodCapExceeded) and taken says what older buffers
+	// take.
+	granted, taken int32
 }
 
 // Reconcile resolves one buffer and writes its status when it changed.
@@ -148,7 +152,16 @@ func (c *Controller) resolve(ctx context.Context, b *autoscalingv1alpha1.Capacit
 	if err != nil {
 		return resolved{reason: ReasonInvalidSpec, msg: err.Error()}, nil
 	}
-	return resolved{template: template, replicas: n}, nil
+	var list autoscalingv1alpha1.CapacityBufferList
+	if err := c.client.List(ctx, &list); err != nil {
+		return resolved{}, fmt.Errorf("listing capacity buffers: %w", err)
+	}
+	buffers := make([]*autoscalingv1alpha1.CapacityBuffer, len(list.Items))
+	for i := range list.Items {
+		buffers[i] = &list.Items[i]
+	}
+	granted, taken := buffer.Share(buffers, b, n)
+	return resolved{template: template, replicas: n, granted: granted, taken: taken}, nil
 }
 
 // workload reads the scalableRef's pod template and spec.replicas (nil: the API's default, 1).
@@ -274,6 +287,19 @@ func (c *Controller) writeStatus(ctx context.Context, b *autoscalingv1alpha1.Cap
 	} else {
 		cond.Status, cond.Reason = metav1.ConditionTrue, ReasonReady
 		cond.Message = fmt.Sprintf("%d chunk(s) of PodTemplate %s", r.replicas, r.template.Name)
+		if r.granted < r.replicas {
+			// Still provisioned as far as the cap allows (buffer.Active).
+			cond.Status, cond.Reason = metav1.ConditionFalse, buffer.ReasonVirtualPodCapExceeded
+			cond.Message = fmt.Sprintf("%d of %d chunk(s) of PodTemplate %s are provisioned: joinery builds at most %d virtual pods across all CapacityBuffers, oldest first, and older buffers take %d",
+				r.granted, r.replicas, r.template.Name, buffer.MaxVirtualPods, r.taken)
+		}
+		if r.granted == 0 {
+			// No virtual pod of it is planned, so joinery-scheduler would leave its last
+			// Provisioning as it was.
+			meta.SetStatusCondition(&b.Status.Conditions, metav1.Condition{Type: autoscalingv1alpha1.ConditionTypeProvisioning,
+				Status: metav1.ConditionFalse, Reason: buffer.ReasonVirtualPodCapExceeded, ObservedGeneration: b.Generation,
+				Message: "not provisioned: older buffers take every virtual pod joinery builds", LastTransitionTime: metav1.NewTime(c.clock.Now())})
+		}
 		b.Status.Replicas = &r.replicas
 		b.Status.PodTemplateRef = &autoscalingv1alpha1.LocalObjectRef{Name: r.template.Name}
 		gen := r.template.Generation
@@ -294,8 +320,8 @@ func (c *Controller) writeStatus(ctx context.Context, b *autoscalingv1alpha1.Cap
 		return fmt.Errorf("writing status of CapacityBuffer %s/%s: %w", b.Namespace, b.Name, err)
 	}
 	log.FromContext(ctx).V(1).Info("capacity buffer resolved", "ready", cond.Status, "reason", cond.Reason, "message", cond.Message)
-	if c.recorder != nil && r.reason != "" && !meta.IsStatusConditionFalse(before.Status.Conditions, cond.Type) {
-		c.recorder.Eventf(b, nil, corev1.EventTypeWarning, r.reason, "Resolve", "%s", r.msg)
+	if c.recorder != nil && cond.Status == metav1.ConditionFalse && !meta.IsStatusConditionFalse(before.Status.Conditions, cond.Type) {
+		c.recorder.Eventf(b, nil, corev1.EventTypeWarning, cond.Reason, "Resolve", "%s", cond.Message)
 	}
 	return nil
 }

@@ -6,15 +6,18 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	autoscalingv1alpha1 "github.com/joinery-dev/joinery/apis/autoscaling/v1alpha1"
+	"github.com/joinery-dev/joinery/simulation/buffer"
 )
 
 // Cache indexes of CapacityBuffers by what they reference.
@@ -53,11 +56,44 @@ func (c *Controller) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		For(&autoscalingv1alpha1.CapacityBuffer{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// The buffers newer than one created, deleted or resized share what it leaves of
+		// buffer.MaxVirtualPods.
+		Watches(&autoscalingv1alpha1.CapacityBuffer{}, handler.EnqueueRequestsFromMapFunc(c.newerBuffers), builder.WithPredicates(resized)).
 		Watches(&corev1.PodTemplate{}, handler.EnqueueRequestsFromMapFunc(c.buffersOfPodTemplate)).
 		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(c.buffersOfWorkload("Deployment")), workloadChanged).
 		Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(c.buffersOfWorkload("StatefulSet")), workloadChanged).
 		Watches(&appsv1.ReplicaSet{}, handler.EnqueueRequestsFromMapFunc(c.buffersOfWorkload("ReplicaSet")), workloadChanged).
 		Complete(c)
+}
+
+// resized passes buffers created or deleted, and those whose status.replicas changed.
+var resized = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*autoscalingv1alpha1.CapacityBuffer)
+		n, ok2 := e.ObjectNew.(*autoscalingv1alpha1.CapacityBuffer)
+		return ok1 && ok2 && (buffer.Active(o) != buffer.Active(n) || !ptr.Equal(o.Status.Replicas, n.Status.Replicas))
+	},
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+// newerBuffers maps a buffer to every buffer created after it, in any namespace.
+func (c *Controller) newerBuffers(ctx context.Context, obj client.Object) []reconcile.Request {
+	changed, ok := obj.(*autoscalingv1alpha1.CapacityBuffer)
+	if !ok {
+		return nil
+	}
+	list := &autoscalingv1alpha1.CapacityBufferList{}
+	if err := c.client.List(ctx, list); err != nil {
+		log.FromContext(ctx).Error(err, "listing capacity buffers sharing the virtual pod cap")
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		if buffer.Older(changed, &list.Items[i]) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return reqs
 }
 
 // buffersOfPodTemplate maps a PodTemplate to the buffers that reference it, and to the buffer

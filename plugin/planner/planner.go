@@ -156,6 +156,11 @@ func (p *refreshingPlanner) Plan(ctx context.Context, pods []*corev1.Pod) (*simu
 	return p.planner.Plan(ctx, pods)
 }
 
+var _ plugin.UnavailableOfferings = (*refreshingPlanner)(nil)
+
+// SkippedUntil returns when the earliest unavailable offering the last plan skipped returns.
+func (p *refreshingPlanner) SkippedUntil() (time.Time, bool) { return p.unavailable.skippedUntil() }
+
 // disruptionPlanner is the solver's entry point that tries the cluster's nodes first.
 type disruptionPlanner interface {
 	PlanDisruption(ctx context.Context, pods []*corev1.Pod) (*simulation.Plan, error)

@@ -3,6 +3,7 @@ package planner
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,14 +14,23 @@ import (
 )
 
 // unavailableOfferings is the scheduler's read-only view of the controller's record. Plan
-// calls are serialized by the solver, and refresh runs before each, so no lock is needed.
+// calls are serialized by the solver, and refresh runs before each, so current needs no lock;
+// skipped, written while the solver plans, has one.
 type unavailableOfferings struct {
 	client    client.Reader
 	namespace string
 	current   map[cloudprovider.OfferingKey]time.Time
+
+	mu sync.Mutex
+	// skipped is when the earliest offering the plan since the last refresh skipped returns;
+	// zero when it skipped none. The plugin plans refused pods again then.
+	skipped time.Time
 }
 
 func (u *unavailableOfferings) refresh(ctx context.Context, now time.Time) error {
+	u.mu.Lock()
+	u.skipped = time.Time{}
+	u.mu.Unlock()
 	var cm corev1.ConfigMap
 	err := u.client.Get(ctx, client.ObjectKey{Namespace: u.namespace, Name: cloudprovider.UnavailableOfferingsConfigMap}, &cm)
 	switch {
@@ -35,6 +45,20 @@ func (u *unavailableOfferings) refresh(ctx context.Context, now time.Time) error
 }
 
 func (u *unavailableOfferings) contains(capacityType, instanceType, zone string) bool {
-	_, ok := u.current[cloudprovider.OfferingKey{CapacityType: capacityType, InstanceType: instanceType, Zone: zone}]
+	until, ok := u.current[cloudprovider.OfferingKey{CapacityType: capacityType, InstanceType: instanceType, Zone: zone}]
+	if ok {
+		u.mu.Lock()
+		if u.skipped.IsZero() || until.Before(u.skipped) {
+			u.skipped = until
+		}
+		u.mu.Unlock()
+	}
 	return ok
+}
+
+// skippedUntil returns when the earliest offering skipped since the last refresh returns.
+func (u *unavailableOfferings) skippedUntil() (time.Time, bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.skipped, !u.skipped.IsZero()
 }

@@ -60,3 +60,37 @@ func TestUnavailableOfferingsRefresh(t *testing.T) {
 		})
 	}
 }
+
+// TestUnavailableOfferingsSkippedUntil: the plugin arms its one timer for the earliest
+// unavailable offering the plan skipped; offerings recorded but never asked about do not
+// count, and each refresh starts over.
+func TestUnavailableOfferingsSkippedUntil(t *testing.T) {
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "joinery", Name: cloudprovider.UnavailableOfferingsConfigMap},
+		Data: map[string]string{
+			"spot_m5.large_zone-a":  now.Add(3 * time.Minute).Format(time.RFC3339),
+			"spot_m5.large_zone-b":  now.Add(2 * time.Minute).Format(time.RFC3339),
+			"spot_m5.xlarge_zone-a": now.Add(time.Minute).Format(time.RFC3339), // never asked about
+		},
+	}
+	u := &unavailableOfferings{client: fake.NewClientBuilder().WithObjects(cm).Build(), namespace: "joinery"}
+	if err := u.refresh(t.Context(), now); err != nil {
+		t.Fatal(err)
+	}
+	if _, skipped := u.skippedUntil(); skipped {
+		t.Fatal("skipped an offering before the plan asked about one")
+	}
+	u.contains("on-demand", "m5.large", "zone-a")
+	u.contains("spot", "m5.large", "zone-a")
+	u.contains("spot", "m5.large", "zone-b")
+	if got, skipped := u.skippedUntil(); !skipped || !got.Equal(now.Add(2*time.Minute)) {
+		t.Errorf("skippedUntil = %v, %v; want %v (the earliest skipped, not the earliest recorded)", got, skipped, now.Add(2*time.Minute))
+	}
+	if err := u.refresh(t.Context(), now); err != nil {
+		t.Fatal(err)
+	}
+	if _, skipped := u.skippedUntil(); skipped {
+		t.Error("a refresh kept the previous plan's skipped offering")
+	}
+}

@@ -1,7 +1,11 @@
 package buffer
 
 import (
+	"maps"
+	"math"
+	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -124,5 +128,53 @@ func TestFromStatus(t *testing.T) {
 		if got[i] != want[i] {
 			t.Fatalf("FromStatus = %v, want %v", got, want)
 		}
+	}
+}
+
+// TestFromStatusCapsVirtualPods (issue 26, item 3): whatever the buffers' replicas, one pass
+// builds at most MaxVirtualPods, oldest buffer first; the buffer that reaches the cap gets
+// what is left, newer ones none. A buffer cut by the cap (ReadyForProvisioning=False,
+// VirtualPodCapExceeded) is still provisioned as far as the cap allows.
+func TestFromStatusCapsVirtualPods(t *testing.T) {
+	pt := testTemplate()
+	get := func(string, string) *corev1.PodTemplate { return pt }
+	at := func(b *autoscalingv1alpha1.CapacityBuffer, minute int) *autoscalingv1alpha1.CapacityBuffer {
+		b.CreationTimestamp = metav1.NewTime(time.Date(2026, 1, 1, 0, minute, 0, 0, time.UTC))
+		return b
+	}
+	cut := func(b *autoscalingv1alpha1.CapacityBuffer) *autoscalingv1alpha1.CapacityBuffer {
+		b.Status.Conditions[0].Status, b.Status.Conditions[0].Reason = metav1.ConditionFalse, ReasonVirtualPodCapExceeded
+		return b
+	}
+	cases := []struct {
+		name    string
+		buffers []*autoscalingv1alpha1.CapacityBuffer
+		want    map[string]int
+	}{
+		{"exactly the cap", []*autoscalingv1alpha1.CapacityBuffer{at(testBuffer("a", true, MaxVirtualPods), 0)}, map[string]int{"a": MaxVirtualPods}},
+		{"one buffer of 2^31-1", []*autoscalingv1alpha1.CapacityBuffer{at(testBuffer("huge", true, math.MaxInt32), 0)}, map[string]int{"huge": MaxVirtualPods}},
+		{"the oldest first, whatever the names", []*autoscalingv1alpha1.CapacityBuffer{
+			at(testBuffer("a-newest", true, 600), 2), at(testBuffer("z-oldest", true, 700), 0), at(cut(testBuffer("m-middle", true, 500)), 1),
+		}, map[string]int{"z-oldest": 700, "m-middle": 300}},
+		{"below the cap nothing is cut", []*autoscalingv1alpha1.CapacityBuffer{
+			at(testBuffer("a", true, 400), 0), at(testBuffer("b", true, 599), 1),
+		}, map[string]int{"a": 400, "b": 599}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := map[string]int{}
+			for _, pod := range FromStatus(tc.buffers, get) {
+				got[strings.TrimPrefix(Of(pod), "team/")]++
+			}
+			if !maps.Equal(got, tc.want) {
+				t.Errorf("virtual pods per buffer %v, want %v", got, tc.want)
+			}
+			for _, b := range tc.buffers {
+				granted, _ := Share(tc.buffers, b, *b.Status.Replicas)
+				if int(granted) != tc.want[b.Name] {
+					t.Errorf("Share(%s) = %d, want %d as FromStatus builds", b.Name, granted, tc.want[b.Name])
+				}
+			}
+		})
 	}
 }

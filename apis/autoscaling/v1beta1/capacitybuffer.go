@@ -90,8 +90,10 @@ type CapacityBufferSpec struct {
 
 	// Replicas is the desired number of buffer chunks. If neither replicas nor percentage is
 	// set, as many chunks as fit within limits are created; if both are set, the smaller
-	// count wins.
+	// count wins. At most 1000: joinery builds every chunk as a virtual pod in each pass, and
+	// at most 1000 across all buffers (docs/capacitybuffer.md).
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`
 

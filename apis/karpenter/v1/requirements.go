@@ -46,6 +46,8 @@ type NodeSelectorRequirementWithMinValues struct {
 	Operator corev1.NodeSelectorOperator `json:"operator"`
 	// Values are label values: several for In and NotIn, none for Exists and DoesNotExist, one
 	// non-negative integer for Gt, Lt, Gte and Lte.
+	// At most 1000: every value is held, and matched against, in each plan.
+	// +kubebuilder:validation:MaxItems=1000
 	// +kubebuilder:validation:items:MaxLength=63
 	// +kubebuilder:validation:items:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
 	// +listType=atomic

@@ -37,6 +37,7 @@ type NodeOverlayList struct {
 // NodeOverlaySpec says which offerings the overlay applies to and what it changes.
 //
 // +kubebuilder:validation:XValidation:rule="!(has(self.price) && has(self.priceAdjustment))",fieldPath=".priceAdjustment",message="price and priceAdjustment are mutually exclusive"
+// +kubebuilder:validation:XValidation:rule="!has(self.capacity) || self.capacity.size() <= 100",fieldPath=".capacity",message="capacity may name at most 100 resources"
 type NodeOverlaySpec struct {
 	// Requirements select the instance types (and NodePools, by karpenter.sh/nodepool) the
 	// overlay applies to. Empty matches every instance type.
@@ -64,6 +65,7 @@ type NodeOverlaySpec struct {
 	// Capacity adds resources (extended resources such as hugepages or devices) to the
 	// matching instance types, or overrides their amount; for cpu, memory and
 	// ephemeral-storage the value is the node's overhead (what it reserves for the system).
+	// At most 100 resources: each is added to every matching instance type.
 	// +optional
 	Capacity corev1.ResourceList `json:"capacity,omitempty"`
 }
@@ -86,6 +88,8 @@ type NodeSelectorRequirement struct {
 	Operator corev1.NodeSelectorOperator `json:"operator"`
 	// Values are label values: several for In and NotIn, none for Exists and DoesNotExist, one
 	// non-negative integer for Gt, Lt, Gte and Lte.
+	// At most 1000: every value is held, and matched against, in each plan.
+	// +kubebuilder:validation:MaxItems=1000
 	// +kubebuilder:validation:items:MaxLength=63
 	// +kubebuilder:validation:items:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
 	// +listType=atomic
