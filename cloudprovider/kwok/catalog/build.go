@@ -12,6 +12,7 @@ import (
 	awsv1 "github.com/joinery-dev/joinery/apis/aws/v1"
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
+	"github.com/joinery-dev/joinery/cloudprovider/aws/catalogdata"
 	"github.com/joinery-dev/joinery/scheduling"
 )
 
@@ -81,7 +82,21 @@ func (s *InstanceType) build(opts BuildOptions) (*cloudprovider.InstanceType, er
 		Offerings:    offerings,
 		Capacity:     capacity,
 		Overhead:     overhead,
+		VolumeLimits: map[string]int32{cloudprovider.EBSCSIDriver: cloudprovider.EBSVolumeLimit(s.ebsFacts())},
 	}, nil
+}
+
+// ebsFacts are the facts the EBS CSI driver's attach limit depends on: EC2's own for a type
+// of the same name, else the type's hypervisor label (a type without the label is Nitro).
+func (s *InstanceType) ebsFacts() cloudprovider.EBSFacts {
+	if d, ok := catalogdata.Lookup(s.Name); ok {
+		f := cloudprovider.EBSFacts{Name: s.Name, Xen: d.Hypervisor == "xen"}
+		if d.Hypervisor != "xen" {
+			f.NVMeInstanceStore = d.InstanceStoreDisks
+		}
+		return f
+	}
+	return cloudprovider.EBSFacts{Name: s.Name, Xen: s.Labels[awsv1.LabelInstanceHypervisor] == "xen"}
 }
 
 func (s *InstanceType) validate() error {
