@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/joinery-dev/joinery/cloudprovider"
-	"github.com/joinery-dev/joinery/cloudprovider/kwok/catalog"
+	"github.com/joinery-dev/joinery/cloudprovider/aws/catalogdata"
 )
 
 // The EBS CSI stand-in. kwok runs no kubelet plugins, so nothing would publish a node's
@@ -22,7 +22,7 @@ import (
 // controllers see:
 //   - the CSIDriver object (attachRequired false: no attacher runs);
 //   - each Node's CSINode, with the attach limit the driver reports for its instance type
-//     (catalog.EBSVolumeLimit), owned by the Node as the kubelet's is;
+//     (ebsVolumeLimit), owned by the Node as the kubelet's is;
 //   - a PersistentVolume for each claim of a StorageClass whose provisioner is
 //     ebs.csi.aws.com once kube-scheduler picked its node (WaitForFirstConsumer), in the
 //     node's zone; kube-controller-manager binds it. Released volumes it provisioned with
@@ -95,11 +95,25 @@ func syncCSINodes(ctx context.Context, client kubernetes.Interface) error {
 		if it == "" || have[node.Name] || node.DeletionTimestamp != nil {
 			continue
 		}
-		if _, err := client.StorageV1().CSINodes().Create(ctx, ebsCSINode(node, catalog.EBSVolumeLimit(it, node.Labels)), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		if _, err := client.StorageV1().CSINodes().Create(ctx, ebsCSINode(node, ebsVolumeLimit(it, node.Labels)), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create CSINode %s: %w", node.Name, err)
 		}
 	}
 	return nil
+}
+
+// ebsVolumeLimit is the attach limit the driver reports on a node of the named type: from
+// EC2's facts for the name (the kwok catalog's EC2-like types and the AWS emulator's take
+// theirs from the same catalogdata), else from the hypervisor label.
+func ebsVolumeLimit(instanceType string, labels map[string]string) int32 {
+	f := cloudprovider.EBSFacts{Name: instanceType, Xen: labels["karpenter.k8s.aws/instance-hypervisor"] == "xen"}
+	if d, ok := catalogdata.Lookup(instanceType); ok {
+		f.Xen = d.Hypervisor == "xen"
+		if !f.Xen {
+			f.NVMeInstanceStore = d.InstanceStoreDisks
+		}
+	}
+	return cloudprovider.EBSVolumeLimit(f)
 }
 
 func ebsCSINode(node *corev1.Node, limit int32) *storagev1.CSINode {

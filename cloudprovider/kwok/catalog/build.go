@@ -12,7 +12,6 @@ import (
 	awsv1 "github.com/joinery-dev/joinery/apis/aws/v1"
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
-	"github.com/joinery-dev/joinery/cloudprovider/aws/catalogdata"
 	"github.com/joinery-dev/joinery/scheduling"
 )
 
@@ -86,26 +85,14 @@ func (s *InstanceType) build(opts BuildOptions) (*cloudprovider.InstanceType, er
 	}, nil
 }
 
-// ebsFacts are the facts the EBS CSI driver's attach limit depends on.
-func (s *InstanceType) ebsFacts() cloudprovider.EBSFacts { return ebsFacts(s.Name, s.Labels) }
-
-// EBSVolumeLimit is the attach limit the EBS CSI driver reports for a node of the named type
-// with labels (the local cluster's stand-in for the driver publishes it).
-func EBSVolumeLimit(name string, labels map[string]string) int32 {
-	return cloudprovider.EBSVolumeLimit(ebsFacts(name, labels))
-}
-
-// ebsFacts are EC2's facts for a type of the same name, else the type's hypervisor label (a
-// type without the label is Nitro).
-func ebsFacts(name string, labels map[string]string) cloudprovider.EBSFacts {
-	if d, ok := catalogdata.Lookup(name); ok {
-		f := cloudprovider.EBSFacts{Name: name, Xen: d.Hypervisor == "xen"}
-		if d.Hypervisor != "xen" {
-			f.NVMeInstanceStore = d.InstanceStoreDisks
-		}
-		return f
+// ebsFacts are the facts the EBS CSI driver's attach limit depends on: the hypervisor label
+// (a type without one is Nitro) and the NVMe instance store volumes.
+func (s *InstanceType) ebsFacts() cloudprovider.EBSFacts {
+	return cloudprovider.EBSFacts{
+		Name:              s.Name,
+		Xen:               s.Labels[awsv1.LabelInstanceHypervisor] == "xen",
+		NVMeInstanceStore: s.NVMeInstanceStore,
 	}
-	return cloudprovider.EBSFacts{Name: name, Xen: labels[awsv1.LabelInstanceHypervisor] == "xen"}
 }
 
 func (s *InstanceType) validate() error {
