@@ -27,6 +27,9 @@ type InstanceType struct {
 	Capacity corev1.ResourceList
 	// Overhead is what the node reserves from Capacity for itself.
 	Overhead Overhead
+	// VolumeLimits are the attach limits a node of this type reports in its CSINode, by CSI
+	// driver name (the CSI driver's allocatable count); a driver not listed is unlimited.
+	VolumeLimits map[string]int32
 
 	allocatableOnce sync.Once
 	allocatable     corev1.ResourceList

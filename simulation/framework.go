@@ -88,11 +88,16 @@ func newFramework(ctx context.Context, profile *config.KubeSchedulerProfile, out
 		}
 	}
 
+	csiLister := opts.InformerFactory.Storage().V1().CSINodes().Lister()
+	var csi fwk.CSIManager = nodevolumelimits.NewCSIManager(csiLister)
+	if src, ok := opts.Snapshot.(csiNodeSource); ok {
+		csi = csiManager{snapshot: src, cluster: csiLister}
+	}
 	frameworkOpts := []frameworkruntime.Option{
 		frameworkruntime.WithClientSet(opts.Client),
 		frameworkruntime.WithInformerFactory(opts.InformerFactory),
 		frameworkruntime.WithSnapshotSharedLister(opts.Snapshot),
-		frameworkruntime.WithSharedCSIManager(nodevolumelimits.NewCSIManager(opts.InformerFactory.Storage().V1().CSINodes().Lister())),
+		frameworkruntime.WithSharedCSIManager(csi),
 		frameworkruntime.WithSharedDRAManager(draManager),
 		frameworkruntime.WithLogger(klog.FromContext(ctx).WithName("simulation")),
 	}

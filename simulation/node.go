@@ -1,9 +1,12 @@
 package simulation
 
 import (
+	"fmt"
 	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/joinery-dev/joinery/scheduling"
@@ -19,6 +22,10 @@ type NodeTemplate struct {
 	Labels      map[string]string
 	Taints      []corev1.Taint
 	Allocatable corev1.ResourceList
+	// VolumeLimits are the attach limits by CSI driver name that the node's CSINode reports
+	// (cloudprovider.InstanceType.VolumeLimits); none means the node gets no CSINode, which
+	// NodeVolumeLimits reads as unlimited.
+	VolumeLimits map[string]int32
 }
 
 // EBSZoneLabelKey is the zone label the EBS CSI driver registers on its nodes; volumes it
@@ -49,4 +56,45 @@ func NewHypotheticalNode(t NodeTemplate) *corev1.Node {
 			Phase:       corev1.NodeRunning,
 		},
 	}
+}
+
+// NewHypotheticalCSINode builds the CSINode the CSI drivers of t's node will publish: one
+// driver entry per volume limit, with the limit as its allocatable count (the node ID is the
+// node's name; the topology keys are left out, since no Filter reads them). It is nil when t
+// has no volume limits.
+func NewHypotheticalCSINode(t NodeTemplate) *storagev1.CSINode {
+	if len(t.VolumeLimits) == 0 {
+		return nil
+	}
+	csi := &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: t.Name}}
+	for _, driver := range slices.Sorted(maps.Keys(t.VolumeLimits)) {
+		count := t.VolumeLimits[driver]
+		csi.Spec.Drivers = append(csi.Spec.Drivers, storagev1.CSINodeDriver{
+			Name:        driver,
+			NodeID:      t.Name,
+			Allocatable: &storagev1.VolumeNodeResources{Count: &count},
+		})
+	}
+	return csi
+}
+
+// AddHypotheticalNode adds the node t describes, with its CSINode, and returns the node.
+func (s *Snapshot) AddHypotheticalNode(t NodeTemplate) (*corev1.Node, error) {
+	node := NewHypotheticalNode(t)
+	if err := s.AddNode(node); err != nil {
+		return nil, err
+	}
+	s.SetCSINode(t.Name, NewHypotheticalCSINode(t))
+	return node, nil
+}
+
+// ReplaceHypotheticalNode replaces the Node object and the CSINode of the node t names,
+// keeping its pods.
+func (s *Snapshot) ReplaceHypotheticalNode(t NodeTemplate) (*corev1.Node, error) {
+	node := NewHypotheticalNode(t)
+	if err := s.ReplaceNode(node); err != nil {
+		return nil, fmt.Errorf("replacing hypothetical node: %w", err)
+	}
+	s.SetCSINode(t.Name, NewHypotheticalCSINode(t))
+	return node, nil
 }

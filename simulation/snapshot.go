@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -24,6 +25,9 @@ type Snapshot struct {
 	list    []fwk.NodeInfo // nodes in insertion order, so plugins iterate deterministically
 	index   map[string]int // node name → position in list
 	pvcRefs map[string]int // "namespace/name" → number of pods using the claim
+	// csiNodes are the CSINodes of hypothetical nodes, by node name; the cluster's own come
+	// from the informers (see csiNodes.go).
+	csiNodes map[string]*storagev1.CSINode
 
 	journal []change
 	forks   []fork
@@ -66,6 +70,7 @@ const (
 	nodeRemoved // prev and index say where to put it back
 	pvcCounted  // pvcRefs[pvc] changed by delta
 	callback    // undo runs on Revert (e.g. Unreserve)
+	csiNodeSet  // csi is the node's CSINode before (nil: none)
 )
 
 type change struct {
@@ -76,6 +81,7 @@ type change struct {
 	pvc   string
 	delta int
 	undo  func()
+	csi   *storagev1.CSINode
 }
 
 // NewSnapshot returns a snapshot of nodes and the pods assigned to them. Pods that are not
@@ -105,6 +111,7 @@ func (s *Snapshot) Reset(nodes []*corev1.Node, pods []*corev1.Pod) error {
 	s.list = make([]fwk.NodeInfo, 0, len(nodes))
 	s.index = make(map[string]int, len(nodes))
 	s.pvcRefs = map[string]int{}
+	s.csiNodes = map[string]*storagev1.CSINode{}
 	s.journal, s.forks = nil, nil
 	clear(s.log)
 	s.log = s.log[:0]
@@ -232,6 +239,7 @@ func (s *Snapshot) RemoveNode(name string) error {
 	for _, p := range ni.Pods {
 		s.countPVCs(p.GetPod(), -1)
 	}
+	s.SetCSINode(name, nil)
 	i := s.index[name]
 	s.list = append(s.list[:i], s.list[i+1:]...)
 	delete(s.nodes, name)
@@ -386,6 +394,8 @@ func (s *Snapshot) undo(c change) {
 		}
 	case callback:
 		c.undo()
+	case csiNodeSet:
+		s.putCSINode(c.node, c.csi)
 	}
 }
 

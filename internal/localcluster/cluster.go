@@ -101,6 +101,8 @@ type Cluster struct {
 
 	stopOnce sync.Once
 	stopErr  error
+	// stopEBSCSI stops the EBS CSI stand-in (ebscsi.go), when it runs.
+	stopEBSCSI context.CancelFunc
 }
 
 // component is one control-plane process: how to configure it and how to tell it serves.
@@ -192,6 +194,11 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, err
 	}
 	c.watchForCrashes()
+	if slices.Contains(opts.Components, Kwok) {
+		if err := c.startEBSCSI(); err != nil {
+			return nil, errors.Join(err, c.Stop())
+		}
+	}
 	c.log.Info("local cluster ready", "dir", opts.Dir, "server", c.restConfig.Host, "took", time.Since(begin).Round(time.Millisecond))
 	return c, nil
 }
@@ -282,6 +289,9 @@ func (c *Cluster) startComponent(ctx context.Context, comp component) error {
 func (c *Cluster) Stop() error {
 	c.stopOnce.Do(func() {
 		c.stopping.Store(true)
+		if c.stopEBSCSI != nil {
+			c.stopEBSCSI()
+		}
 		var errs []error
 		for i := len(c.processes) - 1; i >= 0; i-- {
 			p := c.processes[i]

@@ -9,6 +9,10 @@
 // (cmd/awsemulator) runs too, started before joinery's binaries, which it serves as their AWS
 // endpoint; its node agent registers the instances they launch as kwok-managed Nodes.
 //
+// With kwok among the components, the process that started the cluster also stands in for the
+// Amazon EBS CSI driver (ebscsi.go): the CSINode of every node, with its instance type's attach
+// limit, and volumes for claims of ebs.csi.aws.com StorageClasses.
+//
 // Layout of Options.Dir:
 //
 //	pki/               CA, serving and admin certificates, service-account key

@@ -31,6 +31,12 @@ type claim struct {
 	boundVec vec
 	// fixed is set for an in-flight NodeClaim that reported its allocatable.
 	fixed bool
+	// limits are the attach limits by CSI driver its node's CSINode shows: the largest of its
+	// (see attach.go). volumes are the CSI volumes planned onto it ("driver/handle" → driver),
+	// attachCount their number per driver.
+	limits      map[string]int32
+	volumes     map[string]string
+	attachCount map[string]int32
 
 	requests vec // pods and daemons
 	pods     []*corev1.Pod
@@ -63,14 +69,15 @@ func (c *claim) setRequirements(reqs scheduling.Requirements, chosen map[string]
 	c.current = nil
 }
 
-// node builds the Node the Filters see for reqs and chosen values.
-func (c *claim) node(reqs scheduling.Requirements, chosen map[string]string) *corev1.Node {
-	return simulation.NewHypotheticalNode(simulation.NodeTemplate{
-		Name:        c.name,
-		Labels:      nodeLabels(reqs, chosen),
-		Taints:      c.taints,
-		Allocatable: c.bound,
-	})
+// node describes the node (and its CSINode) the Filters see for reqs and chosen values.
+func (c *claim) node(reqs scheduling.Requirements, chosen map[string]string) simulation.NodeTemplate {
+	return simulation.NodeTemplate{
+		Name:         c.name,
+		Labels:       nodeLabels(reqs, chosen),
+		Taints:       c.taints,
+		Allocatable:  c.bound,
+		VolumeLimits: c.limits,
+	}
 }
 
 // nodeLabels are the labels of a node meeting reqs: one per key reqs decides, and the chosen

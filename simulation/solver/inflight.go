@@ -50,7 +50,7 @@ func (r *run) addInFlight(ctx context.Context, nodeClaims []*karpv1.NodeClaim, n
 		if c == nil {
 			continue
 		}
-		if err := r.engine.Snapshot().AddNode(c.node(c.reqs, c.chosen)); err != nil {
+		if _, err := r.engine.Snapshot().AddHypotheticalNode(c.node(c.reqs, c.chosen)); err != nil {
 			return fmt.Errorf("adding in-flight nodeclaim %s: %w", nc.Name, err)
 		}
 		daemons, err := addDaemons(ctx, r.engine, r.daemons, c.name)
@@ -149,6 +149,7 @@ func (r *run) inFlightClaim(nc *karpv1.NodeClaim) *claim {
 		return nil
 	}
 	c.boundVec = toVec(c.bound)
+	c.limits = maxVolumeLimits(its)
 	// Keys the NodeClaim leaves open get a value on the node, so a pod that accepts every
 	// value (admits checks) passes its node affinity there; topology keys stay unlabelled,
 	// as nothing may count the node in a domain it may not launch in.

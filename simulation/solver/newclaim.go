@@ -100,6 +100,7 @@ type newShape struct {
 	its      cloudprovider.InstanceTypes
 	bound    corev1.ResourceList
 	boundVec vec
+	limits   map[string]int32
 }
 
 // newShapes lists the shapes a new node of NodePool p may take for an attempt. Without
@@ -124,7 +125,7 @@ func (r *run) newShapes(m *memo, p *pool, merged scheduling.Requirements, its cl
 		}
 		bound := maxAllocatable(narrowed)
 		chosen := chooseValues(reqs, narrowed, open.choose, nil)
-		shapes = append(shapes, newShape{reqs: reqs, chosen: chosen, its: narrowed, bound: bound, boundVec: toVec(bound)})
+		shapes = append(shapes, newShape{reqs: reqs, chosen: chosen, its: narrowed, bound: bound, boundVec: toVec(bound), limits: maxVolumeLimits(narrowed)})
 	}
 	if !limited {
 		if m.shapes[p] == nil {
@@ -141,9 +142,9 @@ func (r *run) tryNewOf(ctx context.Context, pod *corev1.Pod, a attempt, m *memo,
 	limited := len(p.np.Spec.Limits) > 0 // p.remaining() is non-nil; no need to recompute it
 	for _, shape := range r.newShapes(m, p, merged, its, open, limited) {
 		c := &claim{name: r.nextName("joinery-planned"), pool: p, reqs: shape.reqs, chosen: shape.chosen, taints: p.np.Spec.Template.Spec.Taints}
-		c.bound, c.boundVec = shape.bound, shape.boundVec
+		c.bound, c.boundVec, c.limits = shape.bound, shape.boundVec, shape.limits
 		r.engine.Fork()
-		if err := r.engine.Snapshot().AddNode(c.node(shape.reqs, shape.chosen)); err != nil {
+		if _, err := r.engine.Snapshot().AddHypotheticalNode(c.node(shape.reqs, shape.chosen)); err != nil {
 			return false, "", err
 		}
 		daemons, err := addDaemons(ctx, r.engine, r.daemons, c.name)
@@ -151,7 +152,8 @@ func (r *run) tryNewOf(ctx context.Context, pod *corev1.Pod, a attempt, m *memo,
 			return false, "", err
 		}
 		c.requests = daemons
-		if r.alloc.anyFits(shape.its, daemons.plus(req)) {
+		vols := r.podCSIVolumes(pod)
+		if r.alloc.anyFits(shape.its, daemons.plus(req)) && (len(vols) == 0 || r.anyAttaches(shape.its, daemons.plus(req), c.attachCounts(vols))) {
 			status := r.engine.CheckPredicates(ctx, a.pod, c.name)
 			if status.IsSuccess() {
 				if err := r.engine.Commit(); err != nil {

@@ -123,7 +123,7 @@ func (r *run) tryRelabel(ctx context.Context, pod *corev1.Pod, a attempt, cand c
 		}
 		chosen := chooseValues(reqs, its, cand.open.choose, c.chosen)
 		r.engine.Fork()
-		if err := r.engine.Snapshot().ReplaceNode(c.node(reqs, chosen)); err != nil {
+		if _, err := r.engine.Snapshot().ReplaceHypotheticalNode(c.node(reqs, chosen)); err != nil {
 			return false, err
 		}
 		if r.engine.CheckPredicates(ctx, a.pod, c.name).IsSuccess() {

@@ -199,6 +199,9 @@ func (r *run) admits(c *claim, a attempt, req vec, open openKeys) (candidate, bo
 	if !r.alloc.anyFits(cand.its, requests) {
 		return candidate{}, false
 	}
+	if vols := r.podCSIVolumes(a.pod); len(vols) > 0 && !r.anyAttaches(cand.its, requests, c.attachCounts(vols)) {
+		return candidate{}, false
+	}
 	if len(a.reqs) > 0 && !r.minValuesOK(c.pool, cand.merged, cand.its) {
 		return candidate{}, false
 	}
@@ -222,8 +225,12 @@ func (r *run) commit(ctx context.Context, pod *corev1.Pod, req vec, cand candida
 	}
 	c.setRequirements(reqs, chosen)
 	c.requests = c.requests.plus(req)
+	c.addVolumes(r.podCSIVolumes(pod))
 	if !c.fixed {
-		c.its = r.alloc.fitting(cand.its, c.requests)
+		c.its = attaching(r.alloc.fitting(cand.its, c.requests), c.attachCount)
+		if len(c.volumes) > 0 {
+			r.refreshVolumeLimits(c)
+		}
 	}
 	c.pods = append(c.pods, pod)
 	if c.inFlight != nil {

@@ -137,6 +137,8 @@ type run struct {
 	// directBuf, namesBuf and relabelBuf are tryClaims' buffers, reused from pod to pod.
 	directBuf, relabelBuf []candidate
 	namesBuf              []string
+	// csiVolumesOf caches podCSIVolumes.
+	csiVolumesOf map[types.UID]map[string]string
 }
 
 // sortedPods orders pods largest first (cpu, then memory), then by namespace and name, so that

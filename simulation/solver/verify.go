@@ -151,11 +151,11 @@ func podsOf(assigned map[types.UID]string, byUID map[types.UID]*corev1.Pod) []*c
 // addVerifiedNode adds the Node nc launches as when it gets its cheapest instance type and
 // that type's cheapest offering, and the daemons the Filters let onto it.
 func addVerifiedNode(ctx context.Context, engine *simulation.Engine, nc *karpv1.NodeClaim, name string, its cloudprovider.InstanceTypes, daemons []*corev1.Pod) error {
-	node, err := ConcreteNode(nc, name, its)
+	t, err := ConcreteNodeTemplate(nc, name, its)
 	if err != nil {
 		return err
 	}
-	if err := engine.Snapshot().AddNode(node); err != nil {
+	if _, err := engine.Snapshot().AddHypotheticalNode(t); err != nil {
 		return err
 	}
 	_, err = addDaemons(ctx, engine, daemons, name)
@@ -166,6 +166,15 @@ func addVerifiedNode(ctx context.Context, engine *simulation.Engine, nc *karpv1.
 // allocatable, the labels of the type, of its cheapest compatible offering and of the
 // NodeClaim, and the NodeClaim's taints (startup taints are gone by the time pods schedule).
 func ConcreteNode(nc *karpv1.NodeClaim, name string, its cloudprovider.InstanceTypes) (*corev1.Node, error) {
+	t, err := ConcreteNodeTemplate(nc, name, its)
+	if err != nil {
+		return nil, err
+	}
+	return simulation.NewHypotheticalNode(t), nil
+}
+
+// ConcreteNodeTemplate describes ConcreteNode, with the volume limits of the instance type.
+func ConcreteNodeTemplate(nc *karpv1.NodeClaim, name string, its cloudprovider.InstanceTypes) (simulation.NodeTemplate, error) {
 	reqs := scheduling.FromNodeSelectorRequirementsWithMinValues(nc.Spec.Requirements...)
 	allowed := its.Compatible(reqs)
 	var chosen *cloudprovider.InstanceType
@@ -178,7 +187,7 @@ func ConcreteNode(nc *karpv1.NodeClaim, name string, its cloudprovider.InstanceT
 		}
 	}
 	if chosen == nil || offering == nil {
-		return nil, fmt.Errorf("nodeclaim %s: no instance type or offering meets its requirements %s", name, reqs)
+		return simulation.NodeTemplate{}, fmt.Errorf("nodeclaim %s: no instance type or offering meets its requirements %s", name, reqs)
 	}
 	final := reqs.Clone()
 	for _, q := range chosen.Requirements {
@@ -201,10 +210,11 @@ func ConcreteNode(nc *karpv1.NodeClaim, name string, its cloudprovider.InstanceT
 	for k, v := range nc.Labels {
 		labels[k] = v
 	}
-	return simulation.NewHypotheticalNode(simulation.NodeTemplate{
-		Name:        name,
-		Labels:      labels,
-		Taints:      nc.Spec.Taints,
-		Allocatable: chosen.Allocatable(),
-	}), nil
+	return simulation.NodeTemplate{
+		Name:         name,
+		Labels:       labels,
+		Taints:       nc.Spec.Taints,
+		Allocatable:  chosen.Allocatable(),
+		VolumeLimits: chosen.VolumeLimits,
+	}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -128,6 +129,7 @@ func (b *builder) build(info *ec2types.InstanceTypeInfo, static scheduling.Requi
 		Offerings:    offerings,
 		Capacity:     capacity,
 		Overhead:     overhead,
+		VolumeLimits: map[string]int32{cloudprovider.EBSCSIDriver: cloudprovider.EBSVolumeLimit(ebsFacts(info))},
 	}, nil
 }
 
@@ -209,4 +211,21 @@ func addOfferingRequirements(reqs scheduling.Requirements, region string, offeri
 	if zoneIDs.Len() > 0 {
 		reqs.Add(scheduling.NewRequirement(awsv1.LabelTopologyZoneID, corev1.NodeSelectorOpIn, sets.List(zoneIDs)...))
 	}
+}
+
+// ebsFacts are the facts of info the EBS CSI driver's attach limit depends on.
+func ebsFacts(info *ec2types.InstanceTypeInfo) cloudprovider.EBSFacts {
+	f := cloudprovider.EBSFacts{
+		Name: string(info.InstanceType),
+		Xen:  info.Hypervisor == ec2types.InstanceTypeHypervisorXen,
+	}
+	if s := info.InstanceStorageInfo; s != nil && s.NvmeSupport != ec2types.EphemeralNvmeSupportUnsupported {
+		for _, d := range s.Disks {
+			f.NVMeInstanceStore += aws.ToInt32(d.Count)
+		}
+	}
+	if e := info.EbsInfo; e != nil && e.AttachmentLimitType == ec2types.AttachmentLimitTypeDedicated {
+		f.Dedicated = aws.ToInt32(e.MaximumEbsAttachments)
+	}
+	return f
 }

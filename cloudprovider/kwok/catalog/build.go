@@ -84,7 +84,18 @@ func (s *InstanceType) build(opts BuildOptions) (*cloudprovider.InstanceType, er
 		Offerings:    offerings,
 		Capacity:     capacity,
 		Overhead:     overhead,
+		VolumeLimits: map[string]int32{cloudprovider.EBSCSIDriver: cloudprovider.EBSVolumeLimit(s.ebsFacts())},
 	}, nil
+}
+
+// ebsFacts are the facts the EBS CSI driver's attach limit depends on: the hypervisor label
+// (a type without one is Nitro) and the NVMe instance store volumes.
+func (s *InstanceType) ebsFacts() cloudprovider.EBSFacts {
+	return cloudprovider.EBSFacts{
+		Name:              s.Name,
+		Xen:               s.Labels[awsv1.LabelInstanceHypervisor] == "xen",
+		NVMeInstanceStore: s.NVMeInstanceStore,
+	}
 }
 
 func (s *InstanceType) validate() error {

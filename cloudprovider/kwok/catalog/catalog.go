@@ -47,6 +47,9 @@ type InstanceType struct {
 	// PodENI is the number of branch network interfaces the VPC resource controller gives a
 	// node for security groups for pods (the vpc.amazonaws.com/pod-eni resource), 0 for none.
 	PodENI int64 `json:"podENI,omitempty"`
+	// NVMeInstanceStore is the number of NVMe instance store volumes (each takes one of a
+	// Nitro type's shared attachment slots, see cloudprovider.EBSVolumeLimit).
+	NVMeInstanceStore int32 `json:"nvmeInstanceStore,omitempty"`
 	// Labels are further single-valued labels of the type.
 	Labels    map[string]string `json:"labels,omitempty"`
 	Offerings []Offering        `json:"offerings"`

@@ -259,3 +259,32 @@ func TestLoad(t *testing.T) {
 		t.Error("Load of a missing file succeeded")
 	}
 }
+
+// TestDefaultCatalogVolumeLimits: every type reports the EBS CSI driver's attach limit for
+// its name (docs/simulation.md): shared Nitro slots less the instance store, dedicated limits
+// by size.
+func TestDefaultCatalogVolumeLimits(t *testing.T) {
+	byName := map[string]*cloudprovider.InstanceType{}
+	for _, it := range defaultTypes(t) {
+		byName[it.Name] = it
+		if _, ok := it.VolumeLimits[cloudprovider.EBSCSIDriver]; !ok {
+			t.Errorf("%s has no %s limit", it.Name, cloudprovider.EBSCSIDriver)
+		}
+	}
+	for name, want := range map[string]int32{
+		"c5.large":     26, // 28 shared − 1 network interface − 1 root volume
+		"i4i.large":    25, // and one NVMe instance store volume
+		"m7i.large":    31, // dedicated 32 − root volume
+		"c7a.16xlarge": 47, // dedicated 48
+		"r7i.16xlarge": 47,
+	} {
+		it, ok := byName[name]
+		if !ok {
+			t.Errorf("%s is not in the catalog", name)
+			continue
+		}
+		if got := it.VolumeLimits[cloudprovider.EBSCSIDriver]; got != want {
+			t.Errorf("%s attaches %d volumes, want %d", name, got, want)
+		}
+	}
+}

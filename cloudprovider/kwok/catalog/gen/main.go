@@ -181,6 +181,7 @@ func Generate() catalog.File {
 	}
 	for i := range f.InstanceTypes {
 		addNetworkBandwidth(&f.InstanceTypes[i])
+		addInstanceStore(&f.InstanceTypes[i])
 	}
 	return f
 }
@@ -194,6 +195,14 @@ func addNetworkBandwidth(it *catalog.InstanceType) {
 		return
 	}
 	it.Labels[awsv1.LabelInstanceNetworkBandwidth] = strconv.FormatInt(int64(d.BaselineGbps*1000+0.5), 10)
+}
+
+// addInstanceStore gives it the NVMe instance store volumes EC2 publishes for the type of its
+// name (on Nitro; Xen types' instance store is not NVMe), which take EBS attachment slots.
+func addInstanceStore(it *catalog.InstanceType) {
+	if d, ok := catalogdata.Lookup(it.Name); ok && d.Hypervisor != "xen" {
+		it.NVMeInstanceStore = d.InstanceStoreDisks
+	}
 }
 
 // ec2Type is the named accelerated type from catalogdata, Linux only as the catalog's other
