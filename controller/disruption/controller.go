@@ -122,9 +122,12 @@ func (c *Controller) NeedLeaderElection() bool { return true }
 func (c *Controller) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName(Name)
 	ctx = log.IntoContext(ctx, logger)
+	// Commands a previous process left are advanced before the first pass counts budgets;
+	// then the queue's passes keep advancing every command until ctx ends.
 	if err := c.queue.Recover(ctx); err != nil {
 		logger.Error(err, "recovering disruption commands")
 	}
+	c.queue.RunInBackground(ctx)
 	defer c.queue.Wait()
 	for {
 		started, err := c.Step(ctx)
