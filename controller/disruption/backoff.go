@@ -47,14 +47,14 @@ func rollbackBackoff(n int) time.Duration {
 	return min(d, MaxRollbackBackoff)
 }
 
-// rollbackBackingOff rolls command id back, then backs its candidates off.
-func (q *Queue) rollbackBackingOff(ctx context.Context, id, why string) {
-	cands, _, err := q.members(ctx, id)
-	if err != nil {
-		q.log.Error(err, "listing the command's candidates before rolling back", "command", id)
+// rollbackBackingOff rolls command id back, then backs its candidates off. A failed rollback
+// is returned (the queue retries it); a back-off that cannot be recorded is only logged, since
+// the command is gone once its rollback is done.
+func (q *Queue) rollbackBackingOff(ctx context.Context, id string, m *members, why string) error {
+	if err := q.rollback(ctx, id, m, why); err != nil {
+		return err
 	}
-	q.rollback(ctx, id, why)
-	for _, nc := range cands {
+	for _, nc := range m.cands {
 		if nc.DeletionTimestamp != nil {
 			continue
 		}
@@ -62,6 +62,7 @@ func (q *Queue) rollbackBackingOff(ctx context.Context, id, why string) {
 			q.log.Error(err, "recording the disruption back-off", "nodeclaim", nc.Name)
 		}
 	}
+	return nil
 }
 
 // backOff records one more rollback on the NodeClaim and when it may be disrupted again.

@@ -8,9 +8,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	autoscalingv1alpha1 "github.com/joinery-dev/joinery/apis/autoscaling/v1alpha1"
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/simulation/buffer"
 )
 
@@ -111,4 +113,51 @@ func TestBuffersKeepCapacity(t *testing.T) {
 			t.Fatalf("blocked %+v, want b (cheapest to disrupt) then a", blocked)
 		}
 	})
+}
+
+// TestRealPodPosingAsVirtualKeepsItsProtections: any pod author can copy a virtual pod's
+// annotation, owner reference and name onto a real pod; the API server still gives it a UID
+// of its own, so it stays a real pod: its do-not-disrupt annotation and its PDB still block
+// its node, and it costs what a real pod costs.
+func TestRealPodPosingAsVirtualKeepsItsProtections(t *testing.T) {
+	posing := func(p *corev1.Pod) {
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations[buffer.AnnotationKey] = "default/spare"
+		p.Name = "capacitybuffer-spare-0"
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: autoscalingv1alpha1.SchemeGroupVersion.String(),
+			Kind: "CapacityBuffer", Name: "spare", UID: "buffer-spare", Controller: ptr.To(true)}}
+	}
+	tests := []struct {
+		name    string
+		objs    []client.Object
+		blocked string
+	}{
+		{name: "do-not-disrupt", objs: objects(pair(testNode("a", "default")), testPod("x", "node-a", podDoNotDisrupt, posing)),
+			blocked: "Cannot disrupt Node: pod default/capacitybuffer-spare-0 has karpenter.sh/do-not-disrupt annotation"},
+		{name: "blocking PDB", objs: objects(pair(testNode("a", "default")), testPod("x", "node-a", posing), pdb("x", 0, map[string]string{"app": "x"})),
+			blocked: "Cannot disrupt Node: pdb default/x prevents pod evictions"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cluster, _ := loadCluster(t, append(tt.objs, testNodePool("default"))...)
+			for _, p := range cluster.Pods {
+				if buffer.IsVirtual(p) || buffer.Of(p) != "" {
+					t.Fatalf("real pod %s taken for a virtual pod", p.Name)
+				}
+			}
+			cands, blocked := cluster.Candidates(karpv1.DisruptionReasonDrifted)
+			if len(cands) != 0 || len(blocked) != 1 || blocked[0].Message != tt.blocked {
+				t.Fatalf("candidates %d, blocked %+v; want blocked %q", len(cands), blocked, tt.blocked)
+			}
+		})
+	}
+	// The genuine article, as the buffer makes it, is recognised.
+	b := &autoscalingv1alpha1.CapacityBuffer{ObjectMeta: metav1.ObjectMeta{Name: "spare", Namespace: "default", UID: "buffer-spare"}}
+	for _, p := range buffer.VirtualPods(b, &corev1.PodTemplateSpec{}, 2) {
+		if !buffer.IsVirtual(p) || buffer.Of(p) != "default/spare" {
+			t.Errorf("virtual pod %s not recognised", p.Name)
+		}
+	}
 }

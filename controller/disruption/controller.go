@@ -122,9 +122,12 @@ func (c *Controller) NeedLeaderElection() bool { return true }
 func (c *Controller) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName(Name)
 	ctx = log.IntoContext(ctx, logger)
+	// Commands a previous process left are advanced before the first pass counts budgets;
+	// then the queue's passes keep advancing every command until ctx ends.
 	if err := c.queue.Recover(ctx); err != nil {
 		logger.Error(err, "recovering disruption commands")
 	}
+	c.queue.RunInBackground(ctx)
 	defer c.queue.Wait()
 	for {
 		started, err := c.Step(ctx)
@@ -158,15 +161,19 @@ func (c *Controller) Step(ctx context.Context) (bool, error) {
 	for np, counts := range cluster.Counts() {
 		nodesConsumingBudgets.WithLabelValues(np).Set(float64(counts.Deleting + counts.NotReady))
 	}
+	counts := cluster.Counts()
 	for _, reason := range budgetReasons {
-		allowed, errs := cluster.Allowed(reason, now)
+		// A budget that cannot be evaluated allows nothing; reportBudgets says so on the
+		// NodePool, once, rather than a log line per pass.
+		allowed, _ := cluster.Allowed(reason, now)
 		for np, n := range allowed {
 			allowedDisruptions.WithLabelValues(np, MetricReason(reason)).Set(float64(n))
-		}
-		for np, err := range errs {
-			logger.Error(err, "evaluating disruption budgets", "nodepool", np)
+			if n == 0 && counts[np].Total > 0 {
+				c.pub.nodePoolBlocked(cluster.NodePools[np], reason)
+			}
 		}
 	}
+	c.reportBudgets(ctx, cluster, now)
 	for _, m := range c.methods {
 		cmd, err := c.compute(ctx, cluster, m, now)
 		if err != nil {
@@ -178,6 +185,12 @@ func (c *Controller) Step(ctx context.Context) (bool, error) {
 		// The gauge shows the chosen command while it waits for validation: what the pass
 		// would do, as `joinery cost` prints it.
 		c.recordSavingsOrLog(ctx, cluster, cmd)
+		consolidating := consolidationTypeOf(m) != ""
+		var savings *float64
+		if consolidating {
+			savings = c.savingsOf(ctx, cluster, cmd)
+			c.pub.consolidationEvent(cmd, "", savings)
+		}
 		fresh, why, err := c.validate(ctx, m, cmd)
 		if err != nil {
 			return false, fmt.Errorf("%s: validating: %w", m.Name(), err)
@@ -192,6 +205,9 @@ func (c *Controller) Step(ctx context.Context) (bool, error) {
 			}
 		}
 		if fresh == nil {
+			if consolidating {
+				c.pub.consolidationEvent(cmd, why, savings)
+			}
 			failedValidations.WithLabelValues(consolidationTypeOf(m)).Inc()
 			logger.Info("disruption command no longer valid, not executed", "method", m.Name(), "command", cmd.String(), "why", why)
 			return false, nil
@@ -216,6 +232,26 @@ func (c *Controller) recordSavingsOrLog(ctx context.Context, cluster *Cluster, c
 	if err := c.recordSavings(ctx, cluster, cmd); err != nil {
 		log.FromContext(ctx).Error(err, "recording the disruption command's savings")
 	}
+}
+
+// savingsOf is the cost per hour cmd saves over all NodePools, nil when prices are unknown.
+func (c *Controller) savingsOf(ctx context.Context, cluster *Cluster, cmd *Command) *float64 {
+	if c.opts.InstanceTypes == nil {
+		return nil
+	}
+	pools := make([]*karpv1.NodePool, 0, len(cluster.NodePools))
+	for _, np := range cluster.NodePools {
+		pools = append(pools, np)
+	}
+	saved, err := cmd.Savings(ctx, cost.NewPricer(c.opts.InstanceTypes, pools))
+	if err != nil {
+		return nil
+	}
+	total := 0.0
+	for _, v := range saved {
+		total += v
+	}
+	return &total
 }
 
 // compute asks m for a command over cluster, and publishes why nodes were passed over.

@@ -1,6 +1,7 @@
 package disruption
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -18,7 +19,21 @@ const (
 	EventDisruptionWaitingReadiness = "DisruptionWaitingReadiness"
 	EventDisruptionTerminating      = "DisruptionTerminating"
 	EventUnconsolidatable           = "Unconsolidatable"
+	// EventConsolidationCandidate goes on each candidate's Node and NodeClaim when a
+	// consolidation method chooses a command, before it is validated.
+	EventConsolidationCandidate = "ConsolidationCandidate"
+	// EventConsolidationRejected goes on them when validation drops that command.
+	EventConsolidationRejected = "ConsolidationRejected"
+	// EventStrayDisruptionCommand is joinery's own: a command annotation no command of this
+	// cluster made was removed from a NodeClaim.
+	EventStrayDisruptionCommand = "StrayDisruptionCommand"
+	// EventInvalidDisruptionBudget is joinery's own: a NodePool budget cannot work as written.
+	EventInvalidDisruptionBudget = "InvalidDisruptionBudget"
 )
+
+// nodePoolBlockedInterval is how often a NodePool's DisruptionBlocked event is repeated for
+// a reason (Karpenter's: a budget can change every minute).
+const nodePoolBlockedInterval = time.Minute
 
 // blockedEventInterval is how often the same DisruptionBlocked message is repeated for a node.
 const blockedEventInterval = 5 * time.Minute
@@ -46,6 +61,43 @@ func (p *publisher) publish(nc *karpv1.NodeClaim, node *corev1.Node, eventType, 
 	}
 	for _, obj := range objs {
 		p.recorder.Eventf(obj, nil, eventType, reason, action, "%s", message)
+	}
+}
+
+// once reports whether key was not published within interval, and records it as published.
+func (p *publisher) once(key string, interval time.Duration) bool {
+	now := p.now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if last, ok := p.seen[key]; ok && now.Sub(last) < interval {
+		return false
+	}
+	p.seen[key] = now
+	return true
+}
+
+// nodePoolBlocked publishes Karpenter's NodePool-level DisruptionBlocked for a reason whose
+// budget allows nothing, at most once a minute per NodePool and reason.
+func (p *publisher) nodePoolBlocked(np *karpv1.NodePool, reason string) {
+	if !p.once("nodepool\x00"+np.Name+"\x00"+reason, nodePoolBlockedInterval) {
+		return
+	}
+	p.recorder.Eventf(np, nil, corev1.EventTypeNormal, EventDisruptionBlocked, "Disrupt",
+		"No allowed disruptions for disruption reason %s due to blocking budget", reason)
+}
+
+// consolidationEvent publishes ConsolidationCandidate or ConsolidationRejected (why not empty)
+// on each of cmd's candidates, with the savings when they are known.
+func (p *publisher) consolidationEvent(cmd *Command, why string, savings *float64) {
+	reason, msg := EventConsolidationCandidate, "Consolidation candidate: "+cmd.String()
+	if why != "" {
+		reason, msg = EventConsolidationRejected, "Consolidation rejected: "+cmd.String()+", reason: "+why
+	}
+	if savings != nil {
+		msg += fmt.Sprintf(" (savings: $%.2f)", *savings)
+	}
+	for _, cand := range cmd.Candidates {
+		p.publish(cand.NodeClaim, cand.Node, corev1.EventTypeNormal, reason, "Disrupt", msg)
 	}
 }
 

@@ -44,6 +44,12 @@ func newQueueHarness(t *testing.T, objs ...client.Object) *queueHarness {
 	return &queueHarness{t: t, client: c, clock: clk, events: rec, queue: q, ctx: ctx}
 }
 
+// run starts the queue's passes, as the controller does.
+func (h *queueHarness) run() *queueHarness {
+	h.queue.RunInBackground(h.ctx)
+	return h
+}
+
 func (h *queueHarness) nodeClaims() []karpv1.NodeClaim {
 	h.t.Helper()
 	var list karpv1.NodeClaimList
@@ -129,7 +135,7 @@ func driftObjects() []client.Object {
 }
 
 func TestQueueReplacesThenDeletes(t *testing.T) {
-	h := newQueueHarness(t, driftObjects()...)
+	h := newQueueHarness(t, driftObjects()...).run()
 	cmd := driftCommand(t, h.client)
 	created := testutil.ToFloat64(nodeClaimsCreated.WithLabelValues("drifted", "default", "false"))
 	if err := h.queue.Start(h.ctx, cmd); err != nil {
@@ -192,7 +198,7 @@ func TestQueueRollsBack(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newQueueHarness(t, driftObjects()...)
+			h := newQueueHarness(t, driftObjects()...).run()
 			failures := testutil.ToFloat64(queueFailures.WithLabelValues("replace", "drifted", ""))
 			if err := h.queue.Start(h.ctx, driftCommand(t, h.client)); err != nil {
 				t.Fatal(err)
@@ -240,13 +246,7 @@ func TestQueueRollsBack(t *testing.T) {
 // TestQueueRecover: a controller restarted in the middle of a command finishes or undoes it
 // from what the cluster shows, never launching a second replacement nor leaving a taint.
 func TestQueueRecover(t *testing.T) {
-	marked := func(id, replacements string) ncOption {
-		return func(nc *karpv1.NodeClaim, n *corev1.Node) {
-			nc.Annotations = map[string]string{CommandAnnotationKey: id, ReplacementsAnnotationKey: replacements,
-				StartedAnnotationKey: epoch.Format(time.RFC3339), commandReasonAnnotationKey: karpv1.DisruptionReasonDrifted}
-			n.Spec.Taints = []corev1.Taint{disruptedTaint}
-		}
-	}
+	marked := func(id, replacements string) ncOption { return markedBy(id, replacements, epoch.Format(time.RFC3339)) }
 	replacement := func(id string, initialized bool) *karpv1.NodeClaim {
 		nc, _ := testNode("repl", "default")
 		nc.Annotations = map[string]string{ReplacementForAnnotationKey: id}
@@ -294,5 +294,17 @@ func TestQueueRecover(t *testing.T) {
 				t.Error("a disrupted taint no command holds was left on node-stray")
 			}
 		})
+	}
+}
+
+// markedBy marks a candidate as the queue does for command id: annotations, the Disrupted
+// condition naming the command, and the taint.
+func markedBy(id, replacements, started string) ncOption {
+	return func(nc *karpv1.NodeClaim, n *corev1.Node) {
+		nc.Annotations = map[string]string{CommandAnnotationKey: id, ReplacementsAnnotationKey: replacements,
+			StartedAnnotationKey: started, commandReasonAnnotationKey: karpv1.DisruptionReasonDrifted}
+		meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: karpv1.ConditionTypeDisrupted, Status: metav1.ConditionTrue,
+			Reason: karpv1.DisruptionReasonDrifted, Message: disruptedMessagePrefix(id) + "drift/Drifted replace", LastTransitionTime: metav1.NewTime(epoch)})
+		n.Spec.Taints = []corev1.Taint{disruptedTaint}
 	}
 }

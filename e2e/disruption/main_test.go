@@ -4,8 +4,9 @@
 // consolidated with PDBs held, a shrunk pod's node replaced by a cheaper type, spot deleted
 // but never replaced by spot, drifted NodeClaims replaced with their pods moved first and
 // never more disrupting at once than the budget allows, expired NodeClaims replaced,
-// do-not-disrupt nodes and blocking PDBs keeping their nodes with the events naming why, and
-// node repair replacing a node whose Ready went Unknown.
+// do-not-disrupt nodes and blocking PDBs keeping their nodes with the events naming why,
+// node repair replacing a node whose Ready went Unknown, and a command whose candidate
+// deletes an admission policy refused finishing once they are allowed again.
 package disruption
 
 import (

@@ -3,6 +3,8 @@ package buffer
 import (
 	"crypto/sha1"
 	"fmt"
+	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,18 +13,41 @@ import (
 	autoscalingv1alpha1 "github.com/joinery-dev/joinery/apis/autoscaling/v1alpha1"
 )
 
-// AnnotationKey marks a virtual pod with its buffer's name (namespace/name). No pod in the
-// API server carries it: virtual pods exist only in the simulations.
+// AnnotationKey names a virtual pod's buffer (namespace/name). It is only a label for
+// grouping: any pod author can put it on a real pod, so it never decides what a pod is.
 const AnnotationKey = "joinery.dev/capacity-buffer"
 
-// IsVirtual reports whether pod is a buffer's virtual pod.
+// IsVirtual reports whether pod is a buffer's virtual pod. The proof is its UID: a virtual
+// pod's is derived from its controlling CapacityBuffer's UID and its index (the suffix of its
+// name), while the API server assigns every real pod a random UID on create and ignores one
+// the client sets. So a real pod that copies the annotation, the owner reference and the name
+// is still real, and keeps its do-not-disrupt and PDB protections.
 func IsVirtual(pod *corev1.Pod) bool {
-	_, ok := pod.Annotations[AnnotationKey]
-	return ok
+	if _, ok := pod.Annotations[AnnotationKey]; !ok {
+		return false
+	}
+	owner := metav1.GetControllerOfNoCopy(pod)
+	if owner == nil || owner.Kind != "CapacityBuffer" || owner.APIVersion != autoscalingv1alpha1.SchemeGroupVersion.String() {
+		return false
+	}
+	i := strings.LastIndexByte(pod.Name, '-')
+	if i < 0 {
+		return false
+	}
+	index, err := strconv.Atoi(pod.Name[i+1:])
+	if err != nil || index < 0 {
+		return false
+	}
+	return pod.UID == uid(owner.UID, index)
 }
 
 // Of returns the buffer (namespace/name) a virtual pod belongs to, "" for a real pod.
-func Of(pod *corev1.Pod) string { return pod.Annotations[AnnotationKey] }
+func Of(pod *corev1.Pod) string {
+	if !IsVirtual(pod) {
+		return ""
+	}
+	return pod.Annotations[AnnotationKey]
+}
 
 // VirtualPods returns count pods shaped like template for buffer b. Each has a deterministic
 // UID derived from the buffer's UID and its index, so the same buffer gives the same pods on
