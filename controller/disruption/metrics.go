@@ -120,11 +120,11 @@ func recordDecision(cmd *Command, consolidationType string) {
 	}
 }
 
-// recordQueueFailure counts command id, being rolled back, in
+// queueFailure is the counter of command id, being rolled back, in
 // karpenter_voluntary_disruption_queue_failures_total. The labels come from what the cluster
 // keeps of the command (its candidates' annotations and its ID's method), so a command resumed
 // after a restart is counted alike.
-func recordQueueFailure(id string, cands []*karpv1.NodeClaim) {
+func queueFailure(id string, cands []*karpv1.NodeClaim) prometheus.Counter {
 	decision, reason := DecisionDelete, ""
 	if len(cands) > 0 {
 		reason = MetricReason(cands[0].Annotations[commandReasonAnnotationKey])
@@ -132,7 +132,7 @@ func recordQueueFailure(id string, cands []*karpv1.NodeClaim) {
 			decision = DecisionReplace
 		}
 	}
-	queueFailures.WithLabelValues(string(decision), reason, consolidationTypeOfCommandID(id)).Inc()
+	return queueFailures.WithLabelValues(string(decision), reason, consolidationTypeOfCommandID(id))
 }
 
 // consolidationTypeOfCommandID is the consolidation type of the method that made command id

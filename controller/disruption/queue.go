@@ -454,6 +454,7 @@ func (q *Queue) terminate(ctx context.Context, cands []*karpv1.NodeClaim) error 
 func (q *Queue) rollback(ctx context.Context, id string, m *members, why string) error {
 	log := q.log.WithValues("command", id)
 	log.Info("abandoning disruption command", "why", why)
+	failed := queueFailure(id, m.cands) // labelled from the marks before unmark removes them
 	for _, r := range m.repls {
 		if r.DeletionTimestamp == nil {
 			if err := q.client.Delete(ctx, r); client.IgnoreNotFound(err) != nil {
@@ -477,7 +478,7 @@ func (q *Queue) rollback(ctx context.Context, id string, m *members, why string)
 		q.pub.publish(nc, node, corev1.EventTypeWarning, EventDisruptionBlocked, "Disrupt", "Disruption abandoned: "+why)
 	}
 	// Counted once the rollback is done: a failed step is retried and would count again.
-	recordQueueFailure(id, m.cands)
+	failed.Inc()
 	return nil
 }
 
