@@ -26,7 +26,25 @@ import (
 // sets it from KUBECONFIG.
 const KubeconfigEnv = "JOINERY_E2E_KUBECONFIG"
 
-var kubeconfigFlag = flag.String("kubeconfig", "", "run the e2e suites against this cluster instead of starting the local cluster (also "+KubeconfigEnv+")")
+// kubeconfigFlag is -kubeconfig. A suite that links controller-runtime's client/config has it
+// registered already (that package's init runs first, since this one depends on it); the suite
+// then shares that flag instead of panicking on a second registration.
+var kubeconfigFlag = kubeconfigFlagOn(flag.CommandLine)
+
+func kubeconfigFlagOn(fs *flag.FlagSet) flag.Value {
+	if f := fs.Lookup("kubeconfig"); f != nil {
+		return f.Value
+	}
+	v := new(kubeconfigValue)
+	fs.Var(v, "kubeconfig", "run the e2e suites against this cluster instead of starting the local cluster (also "+KubeconfigEnv+")")
+	return v
+}
+
+// kubeconfigValue is a plain string flag.
+type kubeconfigValue string
+
+func (v *kubeconfigValue) String() string     { return string(*v) }
+func (v *kubeconfigValue) Set(s string) error { *v = kubeconfigValue(s); return nil }
 
 // startTimeout bounds starting the local cluster with built binaries.
 const startTimeout = 3 * time.Minute
@@ -75,7 +93,7 @@ func (e *Env) RequireLocal(t *testing.T) {
 // local cluster it starts.
 func Main(m *testing.M, env **Env, opts ...Option) int {
 	flag.Parse()
-	kubeconfig := *kubeconfigFlag
+	kubeconfig := kubeconfigFlag.String()
 	if kubeconfig == "" {
 		kubeconfig = os.Getenv(KubeconfigEnv)
 	}
