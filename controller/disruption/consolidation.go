@@ -302,6 +302,10 @@ func (c *Consolidation) judge(ctx context.Context, cluster *Cluster, prices *pri
 // price of its cheapest type, or nil and why when none is left.
 func (c *Consolidation) cheaperReplacement(ctx context.Context, prices *priceBook, cands []*Candidate, nc *karpv1.NodeClaim, single bool) (*karpv1.NodeClaim, float64, string, error) {
 	current := 0.0
+	// ownPrice is the dearest candidate of each candidate's type: several nodes of one type are
+	// replaced by one of that type only when it is cheaper than one of them, or deleting all
+	// but one would do the same with fewer disruptions (Karpenter's rule too).
+	ownPrice := map[string]float64{}
 	allSpot := true
 	for _, cand := range cands {
 		p, err := prices.nodePrice(ctx, cand)
@@ -312,6 +316,9 @@ func (c *Consolidation) cheaperReplacement(ctx context.Context, prices *priceBoo
 			return nil, 0, fmt.Sprintf("can't price the current node %s", cand.Node.Name), nil
 		}
 		current += p
+		if t := cand.Node.Labels[corev1.LabelInstanceTypeStable]; p > ownPrice[t] {
+			ownPrice[t] = p
+		}
 		allSpot = allSpot && cand.Node.Labels[karpv1.CapacityTypeLabelKey] == karpv1.CapacityTypeSpot
 	}
 	reqs := scheduling.FromNodeSelectorRequirementsWithMinValues(nc.Spec.Requirements...)
@@ -345,6 +352,10 @@ func (c *Consolidation) cheaperReplacement(ctx context.Context, prices *priceBoo
 			reqs, spotOnly = pinned, true
 		}
 	}
+	cheaper = slices.DeleteFunc(cheaper, func(it *cloudprovider.InstanceType) bool {
+		own, ok := ownPrice[it.Name]
+		return ok && len(cloudprovider.InstanceTypes{it}.CheaperThan(reqs, own)) == 0
+	})
 	if len(cheaper) == 0 {
 		return nil, 0, msgNoCheaper, nil
 	}
