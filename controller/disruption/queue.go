@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
@@ -61,8 +62,11 @@ type Queue struct {
 	retries map[string]retryState
 	// announced are the commands whose WaitingReadiness event was published.
 	announced map[string]bool
-	wake      chan struct{}
-	wg        sync.WaitGroup
+	// deleted are the candidates this queue deleted: a pass whose cache does not show the
+	// deletion yet must not delete, count and announce them again.
+	deleted map[types.UID]bool
+	wake    chan struct{}
+	wg      sync.WaitGroup
 }
 
 type retryState struct {
@@ -75,7 +79,7 @@ type retryState struct {
 func NewQueue(c client.Client, reader client.Reader, pub *publisher, clk clock.Clock, timeout, poll time.Duration, log logr.Logger) *Queue {
 	return &Queue{client: c, reader: reader, pub: pub, clock: clk, timeout: timeout, poll: poll, log: log,
 		busy: map[string]bool{}, abandoned: map[string]string{}, active: map[string]bool{},
-		retries: map[string]retryState{}, announced: map[string]bool{}, wake: make(chan struct{}, 1)}
+		retries: map[string]retryState{}, announced: map[string]bool{}, deleted: map[types.UID]bool{}, wake: make(chan struct{}, 1)}
 }
 
 // Running reports how many commands are not finished yet.
@@ -433,7 +437,10 @@ func (q *Queue) removeStrayMark(ctx context.Context, nc *karpv1.NodeClaim) error
 func (q *Queue) terminate(ctx context.Context, cands []*karpv1.NodeClaim) error {
 	var errs []error
 	for _, nc := range cands {
-		if nc.DeletionTimestamp != nil {
+		q.mu.Lock()
+		done := q.deleted[nc.UID]
+		q.mu.Unlock()
+		if nc.DeletionTimestamp != nil || done {
 			continue
 		}
 		reason := nc.Annotations[commandReasonAnnotationKey]
@@ -441,6 +448,9 @@ func (q *Queue) terminate(ctx context.Context, cands []*karpv1.NodeClaim) error 
 			errs = append(errs, fmt.Errorf("deleting nodeclaim %s: %w", nc.Name, err))
 			continue
 		}
+		q.mu.Lock()
+		q.deleted[nc.UID] = true
+		q.mu.Unlock()
 		RecordDisrupted(reason, nc)
 		q.pub.publish(nc, q.nodeOf(ctx, nc), corev1.EventTypeNormal, EventDisruptionTerminating, "Disrupt",
 			fmt.Sprintf("Disrupting Node: %s", reason))

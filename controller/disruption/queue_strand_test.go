@@ -3,6 +3,7 @@ package disruption
 import (
 	"context"
 	"errors"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"strings"
 	"sync"
 	"testing"
@@ -273,5 +274,24 @@ func TestQueueNeverActsOnCorruptOrStrayMarks(t *testing.T) {
 				t.Errorf("no event saying %q", tt.event)
 			}
 		})
+	}
+}
+
+// TestTerminateCountsACandidateOnce: a pass whose cache still shows a candidate it deleted
+// (no deletion timestamp yet) neither deletes, counts nor announces it again. Before, a
+// consolidated node was counted twice in karpenter_nodeclaims_disrupted_total.
+func TestTerminateCountsACandidateOnce(t *testing.T) {
+	h := newQueueHarness(t, driftObjects()...)
+	stale := h.nodeClaim("a")
+	stale.Annotations = map[string]string{commandReasonAnnotationKey: karpv1.DisruptionReasonDrifted}
+	counter := disruptedTotal.WithLabelValues(MetricReason(karpv1.DisruptionReasonDrifted), stale.Labels[karpv1.NodePoolLabelKey], stale.Labels[karpv1.CapacityTypeLabelKey])
+	before := testutil.ToFloat64(counter)
+	for range 2 {
+		if err := h.queue.terminate(h.ctx, []*karpv1.NodeClaim{stale.DeepCopy()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := testutil.ToFloat64(counter) - before; got != 1 {
+		t.Errorf("disrupted counted %v times, want 1", got)
 	}
 }
