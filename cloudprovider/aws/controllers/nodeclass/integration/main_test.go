@@ -152,7 +152,7 @@ func (e *env) create(t *testing.T, obj client.Object) {
 // waitForClass polls the class until cond holds.
 func (e *env) waitForClass(t *testing.T, name string, what string, cond func(*awsv1.EC2NodeClass) bool) *awsv1.EC2NodeClass {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
 	defer cancel()
 	nc := &awsv1.EC2NodeClass{}
 	err := waitFor(ctx, func() (bool, error) {
@@ -189,6 +189,35 @@ func (e *env) events(t *testing.T, name string) []eventsv1.Event {
 		}
 	}
 	return out
+}
+
+// waitTimeout bounds every wait: generous, since a loaded CI machine can take many seconds
+// for a reconcile and its event.
+const waitTimeout = 2 * time.Minute
+
+// waitForEvent waits for an event about the class with the reason and returns it: events are
+// written asynchronously, after the status the test saw.
+func (e *env) waitForEvent(t *testing.T, name, reason string) eventsv1.Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+	defer cancel()
+	var found *eventsv1.Event
+	var reasons []string
+	err := waitFor(ctx, func() (bool, error) {
+		reasons = reasons[:0]
+		for _, ev := range e.events(t, name) {
+			reasons = append(reasons, ev.Reason)
+			if ev.Reason == reason {
+				found = &ev
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for a %s event about ec2nodeclass %s: %v (events: %v)", reason, name, err, reasons)
+	}
+	return *found
 }
 
 func waitFor(ctx context.Context, cond func() (bool, error)) error {

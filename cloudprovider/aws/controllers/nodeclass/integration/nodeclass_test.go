@@ -173,13 +173,7 @@ func TestConditionsExplainFailures(t *testing.T) {
 					t.Errorf("%s is not True: %+v", other, meta.FindStatusCondition(nc.Status.Conditions, other))
 				}
 			}
-			var reasons []string
-			for _, ev := range e.events(t, name) {
-				reasons = append(reasons, ev.Reason)
-			}
-			if !slices.Contains(reasons, tt.reason) {
-				t.Errorf("events %v have no %s warning", reasons, tt.reason)
-			}
+			e.waitForEvent(t, name, tt.reason)
 		})
 	}
 }
@@ -193,14 +187,8 @@ func TestThrottledThenRecovered(t *testing.T) {
 	if len(nc.Status.Subnets) != 3 {
 		t.Errorf("subnets = %+v", nc.Status.Subnets)
 	}
-	var throttled *string
-	for _, ev := range e.events(t, "throttled") {
-		if ev.Reason == "Throttled" {
-			throttled = &ev.Note
-		}
-	}
-	if throttled == nil || !strings.Contains(*throttled, "RequestLimitExceeded") {
-		t.Errorf("no Throttled event naming RequestLimitExceeded (got %v)", throttled)
+	if ev := e.waitForEvent(t, "throttled", "Throttled"); !strings.Contains(ev.Note, "RequestLimitExceeded") {
+		t.Errorf("the Throttled event %q does not name RequestLimitExceeded", ev.Note)
 	}
 	if calls := e.srv.Calls(awsemulator.ServiceEC2, "DescribeSubnets"); calls < 4 {
 		t.Errorf("DescribeSubnets calls = %d, want the 3 throttled and at least one more", calls)
