@@ -165,6 +165,11 @@ func TestReservedOfferings(t *testing.T) {
 	if open.Price >= spot.Price/100 {
 		t.Errorf("reserved price %v is not far below spot %v", open.Price, spot.Price)
 	}
+	// The specification's factor (seed 002): on-demand / 10 000 000.
+	onDemand := offering(m5, karpv1.CapacityTypeOnDemand, "us-west-2a")
+	if want := onDemand.Price / 1e7; math.Abs(open.Price-want) > want*1e-9 {
+		t.Errorf("reserved price %v, want on-demand %v / 10^7 = %v", open.Price, onDemand.Price, want)
+	}
 	if preferred := m5.Offerings.Available().Preferred(); preferred != open {
 		t.Errorf("preferred offering = %+v, want the reservation", preferred)
 	}
