@@ -30,24 +30,39 @@ type attempt struct {
 	// the attempts of the alternative preferences are relaxed on.
 	kept    uint64
 	relaxed bool
+	// avoidSoftTaints: new NodeClaims may not come from a NodePool with a PreferNoSchedule
+	// taint the pod does not tolerate (see softTaintPreference).
+	avoidSoftTaints bool
 }
 
 // preference is one preferred term of a pod, made required while it is kept.
 type preference struct {
-	weight int32
-	apply  func(pod *corev1.Pod, reqs scheduling.Requirements)
+	weight int64
+	apply  func(a *attempt)
 }
+
+// softTaintWeight ranks avoiding NodePools' PreferNoSchedule taints above every other
+// preference (ScheduleAnyway spreads weigh math.MaxInt32): like Karpenter, the solver gives it
+// up last, after the pod's own preferences; unlike Karpenter, it gives those back once it is
+// gone, as for any dropped preference.
+const softTaintWeight = math.MaxInt32 + 1
 
 // attempts lists the ways to try pod, strictest first: each required node affinity term in
 // order with every preference; then, under Respect, the last term with subsets of the
 // preferences in decreasing lexicographic order of weight (see preferenceMasks), so the first
 // subset that fits is the heaviest set of preferences that can still be met.
-func (s *Solver) attempts(pod *corev1.Pod) []attempt {
+//
+// pools are the batch's NodePools: one with a PreferNoSchedule taint the pod does not
+// tolerate adds the heaviest preference, to open new NodeClaims elsewhere when it can.
+func (s *Solver) attempts(pod *corev1.Pod, pools []*pool) []attempt {
 	class := simulation.EquivalenceKey(pod)
 	alternatives := scheduling.PodRequirementAlternatives(pod)
 	var prefs []preference
 	if s.opts.PreferencePolicy == PreferenceRespect {
 		prefs = preferences(pod)
+		if slices.ContainsFunc(pools, func(p *pool) bool { return untoleratedSoftTaint(p.np.Spec.Template.Spec.Taints, pod) != nil }) {
+			prefs = slices.Insert(prefs, 0, preference{weight: softTaintWeight, apply: func(a *attempt) { a.avoidSoftTaints = true }})
+		}
 	}
 	volumeKeys := s.volumes.keys(pod)
 	var out []attempt
@@ -60,7 +75,7 @@ func (s *Solver) attempts(pod *corev1.Pod) []attempt {
 			a.pod = variant(pod, alt)
 			for i, p := range prefs {
 				if mask&prefBit(len(prefs), i) != 0 {
-					p.apply(a.pod, a.reqs)
+					p.apply(&a)
 				}
 			}
 		}
@@ -149,10 +164,10 @@ func preferences(pod *corev1.Pod) []preference {
 				continue
 			}
 			exprs := term.Preference.MatchExpressions
-			out = append(out, preference{weight: term.Weight, apply: func(p *corev1.Pod, reqs scheduling.Requirements) {
-				requireNodeExpressions(p, exprs)
+			out = append(out, preference{weight: int64(term.Weight), apply: func(a *attempt) {
+				requireNodeExpressions(a.pod, exprs)
 				for _, req := range scheduling.FromNodeSelectorRequirements(exprs...) {
-					reqs.Add(req)
+					a.reqs.Add(req)
 				}
 			}})
 		}
@@ -160,7 +175,8 @@ func preferences(pod *corev1.Pod) []preference {
 	if affinity != nil && affinity.PodAffinity != nil {
 		for _, term := range affinity.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
 			t := term.PodAffinityTerm
-			out = append(out, preference{weight: term.Weight, apply: func(p *corev1.Pod, _ scheduling.Requirements) {
+			out = append(out, preference{weight: int64(term.Weight), apply: func(a *attempt) {
+				p := a.pod
 				if p.Spec.Affinity.PodAffinity == nil {
 					p.Spec.Affinity.PodAffinity = &corev1.PodAffinity{}
 				}
@@ -172,7 +188,8 @@ func preferences(pod *corev1.Pod) []preference {
 	if affinity != nil && affinity.PodAntiAffinity != nil {
 		for _, term := range affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
 			t := term.PodAffinityTerm
-			out = append(out, preference{weight: term.Weight, apply: func(p *corev1.Pod, _ scheduling.Requirements) {
+			out = append(out, preference{weight: int64(term.Weight), apply: func(a *attempt) {
+				p := a.pod
 				if p.Spec.Affinity.PodAntiAffinity == nil {
 					p.Spec.Affinity.PodAntiAffinity = &corev1.PodAntiAffinity{}
 				}
@@ -185,8 +202,8 @@ func preferences(pod *corev1.Pod) []preference {
 		if c.WhenUnsatisfiable != corev1.ScheduleAnyway {
 			continue
 		}
-		out = append(out, preference{weight: math.MaxInt32, apply: func(p *corev1.Pod, _ scheduling.Requirements) {
-			p.Spec.TopologySpreadConstraints[i].WhenUnsatisfiable = corev1.DoNotSchedule
+		out = append(out, preference{weight: math.MaxInt32, apply: func(a *attempt) {
+			a.pod.Spec.TopologySpreadConstraints[i].WhenUnsatisfiable = corev1.DoNotSchedule
 		}})
 	}
 	slices.SortStableFunc(out, func(a, b preference) int { return cmp.Compare(b.weight, a.weight) })

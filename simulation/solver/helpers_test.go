@@ -84,6 +84,12 @@ func tainted(key string) poolOption {
 	}
 }
 
+func softTainted(key string) poolOption {
+	return func(np *karpv1.NodePool) {
+		np.Spec.Template.Spec.Taints = append(np.Spec.Template.Spec.Taints, corev1.Taint{Key: key, Effect: corev1.TaintEffectPreferNoSchedule})
+	}
+}
+
 func notReady(np *karpv1.NodePool) {
 	np.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionFalse, Reason: "NodeClassNotReady"}}
 }

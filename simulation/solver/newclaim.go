@@ -37,6 +37,12 @@ func (r *run) poolFit(p *pool, a attempt, m *memo) *poolFit {
 			return f
 		}
 	}
+	if a.avoidSoftTaints {
+		if taint := untoleratedSoftTaint(p.np.Spec.Template.Spec.Taints, a.pod); taint != nil {
+			f.why = fmt.Sprintf("nodepool %q: taint %s not tolerated (relaxed last)", p.np.Name, taint.ToString())
+			return f
+		}
+	}
 	if err := p.reqs.Compatible(a.reqs, scheduling.WellKnownLabels); err != nil {
 		f.why = fmt.Sprintf("nodepool %q: incompatible requirements: %v", p.np.Name, err)
 		return f
@@ -59,6 +65,18 @@ func (r *run) poolFit(p *pool, a attempt, m *memo) *poolFit {
 		}
 	}
 	return f
+}
+
+// untoleratedSoftTaint returns the first PreferNoSchedule taint of taints that pod does not
+// tolerate, or nil.
+func untoleratedSoftTaint(taints []corev1.Taint, pod *corev1.Pod) *corev1.Taint {
+	for i := range taints {
+		taint := &taints[i]
+		if taint.Effect == corev1.TaintEffectPreferNoSchedule && !corev1helpers.TolerationsTolerateTaint(klog.Background(), pod.Spec.Tolerations, taint, false) {
+			return taint
+		}
+	}
+	return nil
 }
 
 // tryNew opens a new claim for pod from the first NodePool, by weight, whose node the Filters

@@ -24,7 +24,7 @@ func (r *run) place(ctx context.Context, pod *corev1.Pod) error {
 	// failed holds the preference sets the pod did not fit with: a superset cannot fit either
 	// (each kept preference is one more required constraint), so it is not tried.
 	var failed []uint64
-	for _, a := range r.s.attempts(pod) {
+	for _, a := range r.s.attempts(pod, r.pools) {
 		if a.relaxed && slices.ContainsFunc(failed, func(f uint64) bool { return a.kept&f == f }) {
 			continue
 		}
@@ -173,6 +173,11 @@ const (
 func (r *run) admits(c *claim, a attempt, req vec, open openKeys) (candidate, bool) {
 	requests := c.requests.plus(req)
 	if !requests.fits(c.boundVec) {
+		return candidate{}, false
+	}
+	// The Filters ignore PreferNoSchedule; the solver keeps such a node for the pods that
+	// tolerate it until the taint is relaxed (see softTaintWeight).
+	if a.avoidSoftTaints && untoleratedSoftTaint(c.taints, a.pod) != nil {
 		return candidate{}, false
 	}
 	cand := candidate{c: c, merged: c.reqs, its: c.its, open: open}

@@ -111,6 +111,64 @@ func TestPlan(t *testing.T) {
 			wantUnschedulable(t, plan, "uid-web-0", "taint gpu:NoSchedule not tolerated")
 		},
 	}, {
+		name:  "a PreferNoSchedule taint is avoided while another NodePool fits",
+		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("spare", weighted(90), softTainted("spare")), nodePool("default")}},
+		batch: append(pods(1, "web", "1", "1Gi"), pods(1, "batch", "30", "1Gi", testpods.Tolerating("spare"))...),
+		check: func(t *testing.T, plan *simulation.Plan) {
+			wantClaims(t, plan, 2)
+			for _, c := range plan.NewNodeClaims {
+				want := map[string]string{"web-0": "default", "batch-0": "spare"}[c.Pods[0].Name]
+				if got := c.NodeClaim.Labels[karpv1.NodePoolLabelKey]; got != want {
+					t.Errorf("%s planned from nodepool %s, want %s", c.Pods[0].Name, got, want)
+				}
+			}
+		},
+	}, {
+		name:  "a PreferNoSchedule taint is relaxed when no other NodePool fits",
+		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("spare", softTainted("spare"))}},
+		batch: pods(1, "web", "1", "1Gi"),
+		check: func(t *testing.T, plan *simulation.Plan) {
+			wantClaims(t, plan, 1)
+			wantPool(t, plan.NewNodeClaims[0].NodeClaim, "spare")
+		},
+	}, {
+		name: "avoiding a PreferNoSchedule taint outranks the pod's preferences, which come back once it is relaxed",
+		state: &StaticState{NodePoolList: []*karpv1.NodePool{
+			nodePool("spare", weighted(90), softTainted("spare"), threeZones()),
+			nodePool("default", requiring(zone, corev1.NodeSelectorOpIn, nil, "test-zone-c")),
+		}},
+		// web prefers zone b, which only the tainted NodePool has: like Karpenter, the taint is
+		// respected and the preference dropped (zone c). big requires zone a or b, which default
+		// lacks: the taint
+		// is relaxed and its preference for zone b kept.
+		batch: append(pods(1, "web", "1", "1Gi", testpods.PreferNode(50, zone, "test-zone-b")),
+			pods(1, "big", "1", "1Gi", requireNode(zone, "test-zone-a", "test-zone-b"), testpods.PreferNode(50, zone, "test-zone-b"))...),
+		check: func(t *testing.T, plan *simulation.Plan) {
+			wantClaims(t, plan, 2)
+			for _, c := range plan.NewNodeClaims {
+				pool, zones := c.NodeClaim.Labels[karpv1.NodePoolLabelKey], requirement(c.NodeClaim, zone).Values()
+				switch c.Pods[0].Name {
+				case "web-0":
+					if pool != "default" || !slices.Equal(zones, []string{"test-zone-c"}) {
+						t.Errorf("web-0 planned from %s in %v, want default in test-zone-c", pool, zones)
+					}
+				case "big-0":
+					if pool != "spare" || !slices.Equal(zones, []string{"test-zone-b"}) {
+						t.Errorf("big-0 planned from %s in %v, want spare in test-zone-b", pool, zones)
+					}
+				}
+			}
+		},
+	}, {
+		name:  "under the Ignore policy a PreferNoSchedule taint is not avoided",
+		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("spare", weighted(90), softTainted("spare")), nodePool("default")}},
+		batch: pods(1, "web", "1", "1Gi"),
+		opts:  []solverOption{withPolicy(PreferenceIgnore)},
+		check: func(t *testing.T, plan *simulation.Plan) {
+			wantClaims(t, plan, 1)
+			wantPool(t, plan.NewNodeClaims[0].NodeClaim, "spare")
+		},
+	}, {
 		name:  "limits count in-flight NodeClaims",
 		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default", limited(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")}))}, NodeClaimList: []*karpv1.NodeClaim{inFlight}},
 		// m5.2xlarge (8 cpu) in flight leaves 2 cpu of the limit: the 6-cpu pod (largest
