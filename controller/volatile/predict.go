@@ -154,13 +154,18 @@ func templateHash(t corev1.PodTemplateSpec) (string, error) {
 // (mutating webhooks and policies, VPA's among them) runs and nothing is stored, and returns
 // the requests it came back with.
 func (p *Predictor) DryRun(ctx context.Context, owner *Owner) (Prediction, error) {
+	// The pod is never stored, so it blocks no deletion; asking to would need update on the
+	// owner's finalizers under OwnerReferencesPermissionEnforcement, a right joinery-controller
+	// has no use for.
+	ref := owner.Ref
+	ref.BlockOwnerDeletion = nil
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			GenerateName:    owner.Ref.Name + "-",
 			Namespace:       owner.Key.Namespace,
 			Labels:          owner.Template.Labels,
 			Annotations:     owner.Template.Annotations,
-			OwnerReferences: []metav1.OwnerReference{owner.Ref},
+			OwnerReferences: []metav1.OwnerReference{ref},
 		},
 		Spec: *owner.Template.Spec.DeepCopy(),
 	}

@@ -1,9 +1,12 @@
 package cluster
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -26,13 +29,14 @@ func TestJoineryRunsWithLeastPrivilege(t *testing.T) {
 	env.RequireLocal(t)
 	ns := env.Cluster.ControllerNamespace()
 	tests := []struct {
-		as        localcluster.Component
-		verb      string
-		group     string
-		resource  string
-		namespace string
-		name      string
-		want      bool
+		as          localcluster.Component
+		verb        string
+		group       string
+		resource    string
+		subresource string
+		namespace   string
+		name        string
+		want        bool
 	}{
 		{as: localcluster.JoineryScheduler, verb: "create", group: "karpenter.sh", resource: "nodeclaims", want: true},
 		{as: localcluster.JoineryScheduler, verb: "patch", group: "karpenter.sh", resource: "nodeclaims", want: true},
@@ -50,6 +54,21 @@ func TestJoineryRunsWithLeastPrivilege(t *testing.T) {
 		{as: localcluster.JoineryController, verb: "patch", resource: "configmaps", namespace: ns, want: true},
 		{as: localcluster.JoineryController, verb: "get", resource: "configmaps", namespace: "default", want: false},
 		{as: localcluster.JoineryController, verb: "get", resource: "secrets", namespace: ns, want: false},
+		// Only the verbs the code uses: status is patched, never updated; PodTemplates are
+		// updated, never patched.
+		{as: localcluster.JoineryController, verb: "update", group: "karpenter.sh", resource: "nodeoverlays", subresource: "status", want: false},
+		{as: localcluster.JoineryController, verb: "patch", group: "karpenter.sh", resource: "nodeoverlays", subresource: "status", want: true},
+		{as: localcluster.JoineryController, verb: "get", group: "autoscaling.x-k8s.io", resource: "capacitybuffers", subresource: "status", want: false},
+		{as: localcluster.JoineryController, verb: "update", group: "autoscaling.x-k8s.io", resource: "capacitybuffers", subresource: "status", want: false},
+		{as: localcluster.JoineryController, verb: "patch", resource: "podtemplates", namespace: "default", want: false},
+		{as: localcluster.JoineryScheduler, verb: "update", group: "autoscaling.x-k8s.io", resource: "capacitybuffers", subresource: "status", want: false},
+		// blockOwnerDeletion under OwnerReferencesPermissionEnforcement (enabled on the local
+		// cluster): NodeClaims owned by NodePools, Nodes by NodeClaims, PodTemplates by buffers.
+		{as: localcluster.JoineryScheduler, verb: "update", group: "karpenter.sh", resource: "nodepools", subresource: "finalizers", want: true},
+		{as: localcluster.JoineryController, verb: "update", group: "karpenter.sh", resource: "nodepools", subresource: "finalizers", want: true},
+		{as: localcluster.JoineryController, verb: "update", group: "karpenter.sh", resource: "nodeclaims", subresource: "finalizers", want: true},
+		{as: localcluster.JoineryScheduler, verb: "update", group: "karpenter.sh", resource: "nodeclaims", subresource: "finalizers", want: false},
+		{as: localcluster.JoineryController, verb: "update", group: "autoscaling.x-k8s.io", resource: "capacitybuffers", subresource: "finalizers", want: true},
 	}
 	clients := map[localcluster.Component]*kubernetes.Clientset{}
 	for _, tt := range tests {
@@ -60,14 +79,14 @@ func TestJoineryRunsWithLeastPrivilege(t *testing.T) {
 		}
 		review, err := client.AuthorizationV1().SelfSubjectAccessReviews().Create(t.Context(), &authorizationv1.SelfSubjectAccessReview{
 			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
-				Verb: tt.verb, Group: tt.group, Resource: tt.resource, Namespace: tt.namespace, Name: tt.name,
+				Verb: tt.verb, Group: tt.group, Resource: tt.resource, Subresource: tt.subresource, Namespace: tt.namespace, Name: tt.name,
 			}},
 		}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatalf("SelfSubjectAccessReview as %s: %v", tt.as, err)
 		}
 		if review.Status.Allowed != tt.want {
-			t.Errorf("%s may %s %s.%s %s/%s: %t, want %t (%s)", tt.as, tt.verb, tt.resource, tt.group, tt.namespace, tt.name,
+			t.Errorf("%s may %s %s.%s/%s %s/%s: %t, want %t (%s)", tt.as, tt.verb, tt.resource, tt.group, tt.subresource, tt.namespace, tt.name,
 				review.Status.Allowed, tt.want, review.Status.Reason)
 		}
 	}
@@ -78,6 +97,42 @@ func TestJoineryRunsWithLeastPrivilege(t *testing.T) {
 	err := dyn.Resource(nodeClaims).Delete(t.Context(), "rbac-probe", metav1.DeleteOptions{})
 	if !apierrors.IsForbidden(err) {
 		t.Errorf("joinery-scheduler deleting a NodeClaim: %v, want Forbidden", err)
+	}
+}
+
+// TestControllerCreatesPodsOnlyAsDryRuns: RBAC lets joinery-controller create pods (it
+// dry-runs volatile templates through admission) and the chart's ValidatingAdmissionPolicy
+// refuses it every create that is not a dry-run.
+func TestControllerCreatesPodsOnlyAsDryRuns(t *testing.T) {
+	env.RequireLocal(t)
+	client := kubernetes.NewForConfigOrDie(identityConfig(t, localcluster.JoineryController))
+	pod := func() *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "dry-run-probe-", Namespace: "default"},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}},
+		}
+	}
+	if _, err := client.CoreV1().Pods("default").Create(t.Context(), pod(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		t.Fatalf("joinery-controller's dry-run pod create: %v", err)
+	}
+	// The policy is applied with the chart's roles, before joinery starts; the API server may
+	// still be loading it, so a create that got through is removed and tried again.
+	admin := kubernetes.NewForConfigOrDie(env.Cluster.RESTConfig())
+	var err error
+	for range 60 {
+		var created *corev1.Pod
+		created, err = client.CoreV1().Pods("default").Create(t.Context(), pod(), metav1.CreateOptions{})
+		if err != nil {
+			break
+		}
+		_ = admin.CoreV1().Pods("default").Delete(t.Context(), created.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+		time.Sleep(time.Second)
+	}
+	if err == nil {
+		t.Fatal("joinery-controller created a real pod: the ValidatingAdmissionPolicy did not refuse it")
+	}
+	if !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "only as dry-runs") {
+		t.Errorf("joinery-controller's pod create: %v, want a refusal by the policy", err)
 	}
 }
 

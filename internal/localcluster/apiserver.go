@@ -41,6 +41,9 @@ func (c *Cluster) kubeAPIServer() component {
 				"--service-account-signing-key-file=" + c.certs.serviceAccountKey,
 				"--service-account-issuer=" + serviceAccountIssuer,
 				"--authorization-mode=RBAC",
+				// As on EKS and kubeadm clusters: an ownerReference that blocks its owner's
+				// deletion needs update on the owner's finalizers, which the chart grants.
+				"--enable-admission-plugins=OwnerReferencesPermissionEnforcement",
 				"--service-cluster-ip-range=" + serviceCIDR,
 				"--allow-privileged=true",
 				// Fairness queues only slow a single-user test cluster down.

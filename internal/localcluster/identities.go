@@ -21,9 +21,10 @@ import (
 // unavailable-offerings ConfigMap.
 const ControllerNamespace = chart.Namespace
 
-// identityKinds are the chart's objects that make joinery's identities: its namespace,
-// ServiceAccounts and roles. The Deployments and the rest are for a real cluster.
-var identityFiles = []string{"namespace.yaml", "serviceaccounts.yaml", "rbac-scheduler.yaml", "rbac-controller.yaml"}
+// identityFiles are the chart's objects that make joinery's identities: its namespace,
+// ServiceAccounts, roles and the admission policy that narrows them. The Deployments and the
+// rest are for a real cluster.
+var identityFiles = []string{"namespace.yaml", "serviceaccounts.yaml", "rbac-scheduler.yaml", "rbac-controller.yaml", "validatingadmissionpolicy.yaml"}
 
 // tokenLifetime is how long the ServiceAccount tokens in the binaries' kubeconfigs last: a
 // `make cluster` left running for days outlives it, a test run never does.
