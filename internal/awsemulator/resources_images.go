@@ -113,6 +113,7 @@ func (r *resourceState) seedEKSImages() {
 		r.seedBottlerocket(k)
 		r.seedWindows(k, "2019")
 		r.seedWindows(k, "2022")
+		r.seedWindows(k, "2025")
 	}
 }
 

@@ -53,7 +53,7 @@ type EC2NodeClassSpec struct {
 
 	// AMIFamily selects the bootstrap user data and default block device mappings. It may be
 	// omitted when amiSelectorTerms uses an alias, which implies the family.
-	// +kubebuilder:validation:Enum:={AL2,AL2023,Bottlerocket,Custom,Windows2019,Windows2022}
+	// +kubebuilder:validation:Enum:={AL2,AL2023,Bottlerocket,Custom,Windows2019,Windows2022,Windows2025}
 	// +optional
 	AMIFamily *string `json:"amiFamily,omitempty"`
 
@@ -148,8 +148,21 @@ const (
 	AMIFamilyBottlerocket = "Bottlerocket"
 	AMIFamilyWindows2019  = "Windows2019"
 	AMIFamilyWindows2022  = "Windows2022"
+	AMIFamilyWindows2025  = "Windows2025"
 	AMIFamilyCustom       = "Custom"
 )
+
+// windowsBuilds are the Windows build numbers (node.kubernetes.io/windows-build) of the
+// Windows Server releases the Windows families run.
+var windowsBuilds = map[string]string{
+	AMIFamilyWindows2019: "10.0.17763",
+	AMIFamilyWindows2022: "10.0.20348",
+	AMIFamilyWindows2025: "10.0.26100",
+}
+
+// WindowsBuild is the Windows build number of family's nodes, "" for a family that is not
+// Windows.
+func WindowsBuild(family string) string { return windowsBuilds[family] }
 
 // InstanceStorePolicy says how instance-store volumes are used.
 // +kubebuilder:validation:Enum:={RAID0}

@@ -9,6 +9,7 @@ var aliasFamilies = map[string]string{
 	"bottlerocket": AMIFamilyBottlerocket,
 	"windows2019":  AMIFamilyWindows2019,
 	"windows2022":  AMIFamilyWindows2022,
+	"windows2025":  AMIFamilyWindows2025,
 }
 
 // AMIAlias is a parsed amiSelectorTerms alias, family@version.

@@ -54,7 +54,7 @@ type AMISelectorTerm struct {
 	// bottlerocket@v1.20.4. Windows families support only "latest".
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]+@.+$')",message="'alias' is improperly formatted, must match the format 'family@version'"
-	// +kubebuilder:validation:XValidation:rule="!self.contains('@') || self.matches('^(al2|al2023|bottlerocket|windows2019|windows2022)@')",message="family is not supported, must be one of the following: 'al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022'"
+	// +kubebuilder:validation:XValidation:rule="!self.contains('@') || self.matches('^(al2|al2023|bottlerocket|windows2019|windows2022|windows2025)@')",message="family is not supported, must be one of the following: 'al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022', 'windows2025'"
 	// +kubebuilder:validation:XValidation:rule="!self.contains('@') || self.matches('@(latest|v[0-9][0-9A-Za-z._-]*)$')",message="version must be 'latest' or a release tag starting with 'v', e.g. v20240807 or v1.20.4"
 	// +kubebuilder:validation:XValidation:rule="!self.startsWith('windows') || self.endsWith('@latest')",message="windows families may only specify version 'latest'"
 	// +optional

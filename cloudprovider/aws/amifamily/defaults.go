@@ -69,7 +69,7 @@ func DefaultBlockDeviceMappings(family string) []awsv1.BlockDeviceMapping {
 	case awsv1.AMIFamilyBottlerocket:
 		// The OS volume, then the data volume holding images, logs and pod storage.
 		return []awsv1.BlockDeviceMapping{gp3Encrypted("/dev/xvda", "4Gi"), gp3Encrypted("/dev/xvdb", "20Gi")}
-	case awsv1.AMIFamilyWindows2019, awsv1.AMIFamilyWindows2022:
+	case awsv1.AMIFamilyWindows2019, awsv1.AMIFamilyWindows2022, awsv1.AMIFamilyWindows2025:
 		return []awsv1.BlockDeviceMapping{gp3Encrypted("/dev/sda1", "50Gi")}
 	}
 	return nil
@@ -88,7 +88,7 @@ func RootDeviceName(family string) string {
 	switch family {
 	case awsv1.AMIFamilyAL2, awsv1.AMIFamilyAL2023, awsv1.AMIFamilyBottlerocket:
 		return "/dev/xvda"
-	case awsv1.AMIFamilyWindows2019, awsv1.AMIFamilyWindows2022:
+	case awsv1.AMIFamilyWindows2019, awsv1.AMIFamilyWindows2022, awsv1.AMIFamilyWindows2025:
 		return "/dev/sda1"
 	}
 	return ""

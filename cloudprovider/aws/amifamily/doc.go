@@ -12,7 +12,7 @@
 //     order, so joinery's values win on conflict.
 //   - Bottlerocket: TOML; the user's settings merged under joinery's settings.kubernetes, with
 //     unknown settings.kubernetes keys and unknown top-level keys dropped.
-//   - Windows2019/Windows2022: PowerShell; the user's commands, then Start-EKSBootstrap.ps1.
+//   - Windows2019/Windows2022/Windows2025: PowerShell; the user's commands, then Start-EKSBootstrap.ps1.
 //   - Custom: the user data unchanged. The image must register its kubelet with the
 //     karpenter.sh/unregistered:NoExecute taint itself, or joinery never registers the node.
 //

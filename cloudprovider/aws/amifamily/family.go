@@ -18,6 +18,7 @@ var families = map[string]family{
 	awsv1.AMIFamilyBottlerocket: bottlerocket{},
 	awsv1.AMIFamilyWindows2019:  windows{},
 	awsv1.AMIFamilyWindows2022:  windows{},
+	awsv1.AMIFamilyWindows2025:  windows{},
 	awsv1.AMIFamilyCustom:       custom{},
 }
 

@@ -73,11 +73,8 @@ func (p *Provider) newBuilder(class *awsv1.EC2NodeClass, opts ListOptions) (*bui
 		unavailable:         opts.Unavailable,
 		reservationCapacity: opts.ReservationCapacity,
 	}
-	switch b.family {
-	case awsv1.AMIFamilyWindows2019:
-		b.os, b.windowsBuild = string(corev1.Windows), "10.0.17763"
-	case awsv1.AMIFamilyWindows2022:
-		b.os, b.windowsBuild = string(corev1.Windows), "10.0.20348"
+	if build := awsv1.WindowsBuild(b.family); build != "" {
+		b.os, b.windowsBuild = string(corev1.Windows), build
 	}
 	zones := sets.New[string]()
 	for _, s := range class.Status.Subnets {

@@ -18,12 +18,6 @@ const (
 	variantNeuron   variant = "neuron"   // AWS Inferentia/Trainium accelerators
 )
 
-// Windows build numbers (node.kubernetes.io/windows-build) of the Windows Server releases.
-var windowsBuilds = map[string]string{
-	awsv1.AMIFamilyWindows2019: "10.0.17763",
-	awsv1.AMIFamilyWindows2022: "10.0.20348",
-}
-
 // aliasParameter is one public SSM parameter an alias reads, and the requirement sets the
 // image it names serves (one per variant; AL2's GPU image serves both GPUs and accelerators).
 type aliasParameter struct {
@@ -93,7 +87,7 @@ func aliasParameters(alias awsv1.AMIAlias, k8sVersion string) ([]aliasParameter,
 			}
 		}
 		return out, nil
-	case awsv1.AMIFamilyWindows2019, awsv1.AMIFamilyWindows2022:
+	case awsv1.AMIFamilyWindows2019, awsv1.AMIFamilyWindows2022, awsv1.AMIFamilyWindows2025:
 		if !latest {
 			return nil, fmt.Errorf("alias version %q: Windows aliases support only \"latest\"", alias.Version)
 		}
@@ -103,7 +97,7 @@ func aliasParameters(alias awsv1.AMIAlias, k8sVersion string) ([]aliasParameter,
 			requirements: [][]corev1.NodeSelectorRequirement{{
 				{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}},
 				{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{string(corev1.Windows)}},
-				{Key: corev1.LabelWindowsBuild, Operator: corev1.NodeSelectorOpIn, Values: []string{windowsBuilds[alias.Family]}},
+				{Key: corev1.LabelWindowsBuild, Operator: corev1.NodeSelectorOpIn, Values: []string{awsv1.WindowsBuild(alias.Family)}},
 			}},
 		}}, nil
 	}

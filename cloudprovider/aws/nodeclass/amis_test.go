@@ -179,6 +179,11 @@ func TestAMIsFromSeedSelectors(t *testing.T) {
 			want:  []string{"Windows_Server-2022-English-Core-EKS_Optimized-1.33-2026.11.12 [arch In amd64; os In windows; node.kubernetes.io/windows-build In 10.0.20348]"},
 		},
 		{
+			name:  "windows2025@latest",
+			terms: `[{alias: windows2025@latest}]`,
+			want:  []string{"Windows_Server-2025-English-Core-EKS_Optimized-1.33-2026.11.12 [arch In amd64; os In windows; node.kubernetes.io/windows-build In 10.0.26100]"},
+		},
+		{
 			name:  "a deprecated image is used, and flagged, when nothing else matches",
 			terms: `[{name: legacy-ami}]`,
 			want:  []string{"legacy-ami " + amd64 + " (deprecated)"},

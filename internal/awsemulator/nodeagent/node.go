@@ -109,6 +109,8 @@ func (a *Agent) familyOf(inst awsemulator.Instance) (string, error) {
 			return awsv1.AMIFamilyWindows2019, nil
 		case strings.HasPrefix(name, "Windows_Server-2022-"):
 			return awsv1.AMIFamilyWindows2022, nil
+		case strings.HasPrefix(name, "Windows_Server-2025-"):
+			return awsv1.AMIFamilyWindows2025, nil
 		}
 		break
 	}
