@@ -31,10 +31,16 @@ func (p *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	// The NodePool's view of the catalog: overlays may change prices and capacity per NodePool.
 	its := p.catalog(nodeClaim.Labels[karpv1.NodePoolLabelKey])
 	candidates := launchCandidates(its, reqs, nodeClaim.Spec.Resources.Requests)
+	candidates, exhausted, err := p.withoutRecordedUnavailable(ctx, candidates)
+	if err != nil {
+		return nil, fmt.Errorf("nodeclaim %s: %w", nodeClaim.Name, err)
+	}
+	if len(candidates) == 0 && len(exhausted) > 0 {
+		return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("nodeclaim %s: every offering it may launch as is recorded unavailable", nodeClaim.Name), exhausted...)
+	}
 	if hasReserved(candidates) {
 		p.launchMu.Lock()
 		defer p.launchMu.Unlock()
-		var err error
 		if candidates, err = p.withoutExhaustedReservations(ctx, candidates); err != nil {
 			return nil, err
 		}
@@ -103,6 +109,28 @@ func (p *CloudProvider) withoutExhaustedReservations(ctx context.Context, cs []c
 		id := c.offering.ReservationID()
 		return id != "" && used[id] >= c.offering.ReservationCapacity
 	}), nil
+}
+
+// withoutRecordedUnavailable drops the candidates whose offering the cluster's record says is
+// exhausted (Options.Unavailable) and returns those offerings.
+func (p *CloudProvider) withoutRecordedUnavailable(ctx context.Context, cs []candidate) ([]candidate, []cloudprovider.OfferingKey, error) {
+	if p.unavailable == nil || len(cs) == 0 {
+		return cs, nil, nil
+	}
+	recorded, err := p.unavailable.Unavailable(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading unavailable offerings: %w", err)
+	}
+	var exhausted []cloudprovider.OfferingKey
+	cs = slices.DeleteFunc(cs, func(c candidate) bool {
+		key := cloudprovider.OfferingKey{CapacityType: c.offering.CapacityType(), InstanceType: c.instanceType.Name, Zone: c.offering.Zone()}
+		if _, ok := recorded[key]; ok {
+			exhausted = append(exhausted, key)
+			return true
+		}
+		return false
+	})
+	return cs, exhausted, nil
 }
 
 // whyNoCandidate explains an empty candidate list for the insufficient-capacity error.

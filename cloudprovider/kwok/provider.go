@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,6 +34,15 @@ type Options struct {
 	// DisableReservedCapacity leaves the catalog's reserved offerings out: Karpenter's
 	// ReservedCapacity feature gate turned off.
 	DisableReservedCapacity bool
+	// Unavailable is the cluster's record of exhausted offerings (state.UnavailableOfferings);
+	// nil for none. The emulator treats a recorded offering as out of capacity, as the cloud
+	// would be, so a test can exhaust spot by writing the record.
+	Unavailable UnavailableSource
+}
+
+// UnavailableSource reads the offerings recorded as exhausted (state.UnavailableOfferings).
+type UnavailableSource interface {
+	Unavailable(ctx context.Context) (map[cloudprovider.OfferingKey]time.Time, error)
 }
 
 // CloudProvider is the kwok provider. It is safe for concurrent use.
@@ -40,6 +50,7 @@ type CloudProvider struct {
 	client        client.Client
 	instanceTypes cloudprovider.InstanceTypes
 	overlay       cloudprovider.Overlay
+	unavailable   UnavailableSource
 	// launchMu serializes launches that may take reserved capacity, so two cannot both take a
 	// reservation's last slot.
 	launchMu sync.Mutex
@@ -71,7 +82,9 @@ func New(c client.Client, opts Options) (*CloudProvider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building instance types: %w", err)
 	}
-	return NewWithOverlay(c, its, opts.Overlay), nil
+	p := NewWithOverlay(c, its, opts.Overlay)
+	p.unavailable = opts.Unavailable
+	return p, nil
 }
 
 // NewWithInstanceTypes returns a provider that launches from its, which it treats as immutable.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -631,5 +632,42 @@ func TestReservedCapacityGate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// recordedUnavailable is an UnavailableSource over a fixed record.
+type recordedUnavailable map[cloudprovider.OfferingKey]time.Time
+
+func (r recordedUnavailable) Unavailable(context.Context) (map[cloudprovider.OfferingKey]time.Time, error) {
+	return r, nil
+}
+
+// TestCreateSkipsRecordedUnavailable: offerings in the cluster's unavailable record are out of
+// capacity for the emulator too: spot recorded exhausted launches on-demand when the NodeClaim
+// allows it, and fails with insufficient capacity naming the recorded offerings when it is
+// pinned to spot.
+func TestCreateSkipsRecordedUnavailable(t *testing.T) {
+	until := time.Now().Add(time.Hour)
+	record := recordedUnavailable{
+		{CapacityType: "spot", InstanceType: "small", Zone: "a"}: until,
+		{CapacityType: "spot", InstanceType: "small", Zone: "b"}: until,
+	}
+	onlySmall := requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "small")
+	ctx := context.Background()
+	p, _ := newTestProvider(t)
+	p.unavailable = record
+	got, err := p.Create(ctx, newNodeClaim("either", onlySmall, requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, "spot", "on-demand")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ct := got.Labels[karpv1.CapacityTypeLabelKey]; ct != "on-demand" {
+		t.Errorf("launched %s with spot recorded unavailable, want on-demand", ct)
+	}
+	_, err = p.Create(ctx, newNodeClaim("spot", onlySmall, requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, "spot")))
+	if !cloudprovider.IsInsufficientCapacityError(err) {
+		t.Fatalf("spot-only launch with spot recorded unavailable: error = %v, want insufficient capacity", err)
+	}
+	if refused := cloudprovider.RefusedOfferings(err); len(refused) != 2 {
+		t.Errorf("refused offerings %v, want the two recorded", refused)
 	}
 }

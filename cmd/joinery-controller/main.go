@@ -255,7 +255,12 @@ func newCloudProvider(ctx context.Context, opts options, mgr ctrl.Manager, names
 	}
 	switch opts.cloudProvider {
 	case kwok.Name:
-		cp, err := kwok.New(mgr.GetClient(), kwok.Options{Overlay: overlay, DisableReservedCapacity: !opts.featureGates.Enabled(featuregates.ReservedCapacity)})
+		cp, err := kwok.New(mgr.GetClient(), kwok.Options{
+			Overlay:                 overlay,
+			DisableReservedCapacity: !opts.featureGates.Enabled(featuregates.ReservedCapacity),
+			// Offerings recorded exhausted do not launch, as on a real cloud.
+			Unavailable: state.NewUnavailableOfferings(mgr.GetClient(), mgr.GetAPIReader(), namespace, clock.RealClock{}),
+		})
 		if err != nil {
 			return nil, fmt.Errorf("creating the kwok cloud provider: %w", err)
 		}

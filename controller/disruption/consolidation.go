@@ -343,6 +343,7 @@ func (c *Consolidation) cheaperReplacement(ctx context.Context, prices *priceBoo
 			options = append(options, it)
 		}
 	}
+	options = c.withoutRecordedUnavailable(options)
 	cheaper := options.CheaperThan(reqs, current)
 	if ct := reqs.Get(karpv1.CapacityTypeLabelKey); len(cheaper) == 0 && !spotOnly && (ct == nil || (ct.Has(karpv1.CapacityTypeSpot) && ct.Len() > 1)) {
 		// Cheaper only on spot: pin the replacement to spot.
@@ -403,6 +404,36 @@ func (c *Consolidation) cheaperReplacement(ctx context.Context, prices *priceBoo
 		out.Labels[karpv1.CapacityTypeLabelKey] = karpv1.CapacityTypeSpot
 	}
 	return out, cheaper[0].CheapestPrice(reqs), "", nil
+}
+
+// withoutRecordedUnavailable returns its with the offerings the unavailable record names
+// (read by the simulation just run) marked unavailable, on copies: a replacement is only
+// worth launching as an offering that may launch. Without this an on-demand candidate was
+// replaced by spot while spot was exhausted; the launch failed and the rollback's back-off
+// kept the candidate for 15 minutes after spot came back. Prices still count every offering
+// (CheaperThan), since availability changes between a decision and its launch.
+func (c *Consolidation) withoutRecordedUnavailable(its cloudprovider.InstanceTypes) cloudprovider.InstanceTypes {
+	record, ok := c.Simulator.(offeringRecord)
+	if !ok {
+		return its
+	}
+	out := make(cloudprovider.InstanceTypes, len(its))
+	for i, it := range its {
+		out[i] = it
+		for j, o := range it.Offerings {
+			if !o.Available || !record.OfferingUnavailable(o.CapacityType(), it.Name, o.Zone()) {
+				continue
+			}
+			if out[i] == it { // copy on first change: the provider's types are shared
+				out[i] = &cloudprovider.InstanceType{Name: it.Name, Requirements: it.Requirements, Offerings: slices.Clone(it.Offerings),
+					Capacity: it.Capacity, Overhead: it.Overhead, VolumeLimits: it.VolumeLimits}
+			}
+			marked := *o
+			marked.Available = false
+			out[i].Offerings[j] = &marked
+		}
+	}
+	return out
 }
 
 // order sorts candidates by disruption cost, cheapest to disrupt first (ties by name).

@@ -151,6 +151,8 @@ func TestConsolidation(t *testing.T) {
 		typeCount int
 		blocked   string // message of the first Unconsolidatable, "" to not check
 		held      string // a node annotated do-not-disrupt
+		// exhausted are offerings the unavailable record names, capacity type and type.
+		exhausted [][2]string
 	}{
 		{name: "single: delete when the pods fit on another node", pool: []npOption{onDemandOnly},
 			nodes: []node{{"a", "large", "on-demand", []string{"500m"}}, {"b", "large", "on-demand", []string{"500m", "500m"}}},
@@ -188,6 +190,10 @@ func TestConsolidation(t *testing.T) {
 		{name: "on-demand to spot, pinned to spot, when cheaper only on spot (its own type included)", pool: []npOption{allowSpot},
 			nodes: []node{{"a", "small", "on-demand", []string{"1"}}},
 			want:  "a", decision: "replace", capacity: "spot", notTypes: []string{"large"}, typeCount: 2},
+		{name: "on-demand whose only cheaper replacement is spot, spot exhausted: kept", pool: []npOption{allowSpot},
+			nodes:     []node{{"a", "small", "on-demand", []string{"1"}}},
+			exhausted: [][2]string{{"spot", "small"}, {"spot", "medium"}, {"spot", "large"}},
+			blocked:   msgNoCheaper},
 		{name: "on-demand or spot when cheaper on both", pool: []npOption{allowSpot},
 			nodes: []node{{"a", "medium", "on-demand", []string{"1"}}},
 			want:  "a", decision: "replace", capacity: "on-demand,spot", notTypes: []string{"medium", "large"}, typeCount: 1},
@@ -213,7 +219,15 @@ func TestConsolidation(t *testing.T) {
 				}
 			}
 			cluster, _ := loadCluster(t, objs...)
-			base := Consolidation{Simulator: newSolverSimulator(t, its), InstanceTypes: benchTypes(its), SpotToSpot: tt.spotToSpot}
+			sim := newSolverSimulator(t, its)
+			if len(tt.exhausted) > 0 {
+				record := fixedRecord{}
+				for _, e := range tt.exhausted {
+					record[cloudprovider.OfferingKey{CapacityType: e[0], InstanceType: e[1], Zone: "test-zone-a"}] = epoch.Add(time.Hour)
+				}
+				sim.offerings = record
+			}
+			base := Consolidation{Simulator: sim, InstanceTypes: benchTypes(its), SpotToSpot: tt.spotToSpot}
 			var m Method = &SingleNodeConsolidation{Consolidation: base}
 			if tt.multi {
 				m = &MultiNodeConsolidation{Consolidation: base}
@@ -418,4 +432,11 @@ func TestUnconsolidatableEvents(t *testing.T) {
 	if strings.Contains(all, "lazy") || len(got) != 4 {
 		t.Errorf("want 4 events (node and nodeclaim of held and snug), got %q", all)
 	}
+}
+
+// fixedRecord is an unavailable-offerings record that never changes.
+type fixedRecord map[cloudprovider.OfferingKey]time.Time
+
+func (r fixedRecord) Unavailable(context.Context) (map[cloudprovider.OfferingKey]time.Time, error) {
+	return r, nil
 }

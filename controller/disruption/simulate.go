@@ -122,6 +122,17 @@ func NewSolverSimulator(planner DisruptionPlanner, view *View, offerings Unavail
 	return &SolverSimulator{planner: planner, view: view, offerings: offerings}
 }
 
+// OfferingUnavailable reports an offering the record read by the last simulation says is
+// exhausted (offeringRecord).
+func (s *SolverSimulator) OfferingUnavailable(capacityType, instanceType, zone string) bool {
+	return s.view.Unavailable(capacityType, instanceType, zone)
+}
+
+// offeringRecord is a Simulator that knows which offerings are recorded exhausted.
+type offeringRecord interface {
+	OfferingUnavailable(capacityType, instanceType, zone string) bool
+}
+
 // Simulate implements Simulator.
 func (s *SolverSimulator) Simulate(ctx context.Context, c *Cluster, cands []*Candidate) (*Simulation, error) {
 	s.mu.Lock()

@@ -52,11 +52,34 @@ func createNodePool(t *testing.T, name, spec string) {
 // createNodePoolOf is createNodePool launching shape.
 func createNodePoolOf(t *testing.T, name, spec string, shape poolShape) {
 	t.Helper()
-	types, err := json.Marshal(shape.types)
-	if err != nil {
-		t.Fatal(err)
+	createPool(t, pool{name: name, spec: spec, capacityTypes: []string{shape.capacityType}, types: shape.types})
+}
+
+// pool is a kwok NodePool: its nodes carry GroupLabel=group (name when empty) and labels,
+// and launch the capacity types and instance types; spec lines (indented two spaces) go
+// under spec, templateSpec lines (indented six) under spec.template.spec.
+type pool struct {
+	name, group, spec, templateSpec string
+	labels                          map[string]string
+	capacityTypes, types            []string
+}
+
+func createPool(t *testing.T, p pool) {
+	t.Helper()
+	if p.group == "" {
+		p.group = p.name
 	}
-	env.CreateKWOKNodeClass(t, name)
+	labels := map[string]string{framework.GroupLabel: p.group}
+	maps.Copy(labels, p.labels)
+	var quoted [3][]byte
+	for i, v := range []any{labels, p.capacityTypes, p.types} {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		quoted[i] = b
+	}
+	env.CreateKWOKNodeClass(t, p.name)
 	env.Create(t, framework.NodePools, fmt.Sprintf(`
 apiVersion: karpenter.sh/v1
 kind: NodePool
@@ -65,14 +88,15 @@ spec:
 %[2]s
   template:
     metadata:
-      labels: {%[3]s: %[1]q}
+      labels: %[3]s
     spec:
+%[6]s
       nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: %[1]q}
       requirements:
-      - {key: karpenter.sh/capacity-type, operator: In, values: [%[4]q]}
+      - {key: karpenter.sh/capacity-type, operator: In, values: %[4]s}
       - {key: kubernetes.io/os, operator: In, values: [linux]}
       - {key: node.kubernetes.io/instance-type, operator: In, values: %[5]s}
-`, name, spec, framework.GroupLabel, shape.capacityType, types))
+`, p.name, p.spec, quoted[0], quoted[1], quoted[2], p.templateSpec))
 }
 
 func patchNodePool(t *testing.T, name, patch string) {
@@ -168,14 +192,16 @@ type watcher struct {
 	seen map[string]karpv1.NodeClaim
 	// reasons is the disruption reason of each candidate, by NodeClaim name.
 	reasons map[string]string
-	stop    func()
+	// commands is the command of each candidate, by NodeClaim name.
+	commands map[string]string
+	stop     func()
 }
 
 // commandReasonAnnotation is the disruption reason the queue records on a candidate.
 const commandReasonAnnotation = "joinery.dev/disruption-reason"
 
 func watch(t *testing.T, pool string) *watcher {
-	w := &watcher{seenCandidates: map[string]bool{}, seen: map[string]karpv1.NodeClaim{}, reasons: map[string]string{}}
+	w := &watcher{seenCandidates: map[string]bool{}, seen: map[string]karpv1.NodeClaim{}, reasons: map[string]string{}, commands: map[string]string{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	var once sync.Once
@@ -216,6 +242,7 @@ func (w *watcher) sample(ncs []karpv1.NodeClaim) {
 		if id != "" {
 			w.seenCandidates[nc.Name] = true
 			w.reasons[nc.Name] = nc.Annotations[commandReasonAnnotation]
+			w.commands[nc.Name] = id
 		}
 		if id != "" && nc.DeletionTimestamp != nil {
 			if ok, has := initialized[id]; has && !ok {
@@ -238,6 +265,19 @@ func (w *watcher) withReason(reason string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// largestCommand is the most candidates seen in one command.
+func (w *watcher) largestCommand() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	sizes := map[string]int{}
+	most := 0
+	for _, id := range w.commands {
+		sizes[id]++
+		most = max(most, sizes[id])
+	}
+	return most
 }
 
 // seenNames returns the name of every NodeClaim seen.
