@@ -161,6 +161,7 @@ func (o Options) build(ctx context.Context, obj runtime.Object, handle fwk.Handl
 		{"Nodes", handle.SharedInformerFactory().Core().V1().Nodes().Informer(), onNodes},
 		{"NodePools", npInformer, onNodePools},
 		{"PersistentVolumeClaims", handle.SharedInformerFactory().Core().V1().PersistentVolumeClaims().Informer(), onClaims},
+		{"PersistentVolumes", handle.SharedInformerFactory().Core().V1().PersistentVolumes().Informer(), p.volumeHandler(ctx)},
 	} {
 		if _, err := w.informer.AddEventHandler(w.handler); err != nil {
 			return nil, fmt.Errorf("%s: watching %s: %w", Name, w.what, err)

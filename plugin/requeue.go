@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -31,7 +32,12 @@ import (
 //   - a NodeOverlay changes (overlays.go); a CapacityBuffer changes (buffers.go triggers a
 //     batch on every buffer event already);
 //   - the earliest unavailable offering the plan skipped expires (one timer);
-//   - a claim a refused pod mounts appears or binds.
+//   - a claim a refused pod mounts appears or binds — bound as VolumeBinding counts it:
+//     spec.volumeName set and the PV controller's bind-completed annotation, which a
+//     pre-bound claim gets only after its creation;
+//   - a PersistentVolume appears or changes phase or claim (volumes.go), for refused pods
+//     that mount a claim: the PV of a claim that just bound can reach this informer after
+//     the claim, and a new PV can satisfy a claim that waits for one.
 
 // requeueHandlers are the triggers that are informer events; the offering timer is set
 // after each batch (replanWhenOfferingsReturn).
@@ -103,9 +109,13 @@ func nodePoolReady(np *karpv1.NodePool) metav1.ConditionStatus {
 	return metav1.ConditionUnknown
 }
 
-// claimBound reports whether a claim is bound to a volume.
+// claimBound reports whether a claim is bound to a volume as kube-scheduler's VolumeBinding
+// counts it (isPVCFullyBound): spec.volumeName set and the PV controller's bind-completed
+// annotation on it. A claim created with spec.volumeName (pre-bound) is not bound until the PV
+// controller adds the annotation; until then VolumeBinding refuses its pods ("unbound
+// immediate PersistentVolumeClaims"), and the status phase follows in a later write.
 func claimBound(pvc *corev1.PersistentVolumeClaim) bool {
-	return pvc.Status.Phase == corev1.ClaimBound || pvc.Spec.VolumeName != ""
+	return pvc.Spec.VolumeName != "" && metav1.HasAnnotation(pvc.ObjectMeta, volume.AnnBindCompleted)
 }
 
 // mounts returns whether a pod (by UID) mounts pvc: as a claim, or as the claim of one of its

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
+	storagevolume "k8s.io/component-helpers/storage/volume"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/apis/karpenter/v1alpha1"
@@ -54,12 +55,30 @@ func nodePoolWith(generation int64, ready metav1.ConditionStatus) *karpv1.NodePo
 	return np
 }
 
+// claim is a claim in phase, naming volume; a Bound one carries the PV controller's
+// bind-completed annotation, as it does once the controller bound it.
 func claim(name, phase, volume string) *corev1.PersistentVolumeClaim {
-	return &corev1.PersistentVolumeClaim{
+	pvc := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
 		Spec:       corev1.PersistentVolumeClaimSpec{VolumeName: volume},
 		Status:     corev1.PersistentVolumeClaimStatus{Phase: corev1.PersistentVolumeClaimPhase(phase)},
 	}
+	if phase == string(corev1.ClaimBound) {
+		pvc.Annotations = map[string]string{storagevolume.AnnBindCompleted: "yes"}
+	}
+	return pvc
+}
+
+// pv is a PersistentVolume in phase, reserved for claim ("" for none).
+func pv(name, phase, claim string) *corev1.PersistentVolume {
+	v := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Status:     corev1.PersistentVolumeStatus{Phase: corev1.PersistentVolumePhase(phase)},
+	}
+	if claim != "" {
+		v.Spec.ClaimRef = &corev1.ObjectReference{Namespace: "ns", Name: claim, UID: types.UID("uid-" + claim)}
+	}
+	return v
 }
 
 // TestRefusedPodsReplannedOnTheirCause: each change that can make a pod the last plan
@@ -100,6 +119,29 @@ func TestRefusedPodsReplannedOnTheirCause(t *testing.T) {
 		{"the refused pod's claim bound", func(_ *Plugin, _, _, _, c, _ cache.ResourceEventHandler) {
 			c.OnUpdate(claim("data", "Pending", ""), claim("data", "Bound", "pv-1"))
 		}, true},
+		{"the refused pod's pre-bound claim completes its binding", func(_ *Plugin, _, _, _, c, _ cache.ResourceEventHandler) {
+			// Created with spec.volumeName; VolumeBinding counts it bound only once the PV
+			// controller adds bind-completed.
+			c.OnUpdate(claim("data", "Pending", "pv-1"), claim("data", "Bound", "pv-1"))
+		}, true},
+		{"the refused pod's claim names a volume, binding not completed", func(_ *Plugin, _, _, _, c, _ cache.ResourceEventHandler) {
+			c.OnUpdate(claim("data", "Pending", ""), claim("data", "Pending", "pv-1"))
+		}, false},
+		{"a PersistentVolume created", func(p *Plugin, _, _, _, _, _ cache.ResourceEventHandler) {
+			p.volumeHandler(context.Background()).OnAdd(pv("pv-1", "Available", ""), false)
+		}, true},
+		{"a PersistentVolume in the informer's initial list", func(p *Plugin, _, _, _, _, _ cache.ResourceEventHandler) {
+			p.volumeHandler(context.Background()).OnAdd(pv("pv-1", "Available", ""), true)
+		}, false},
+		{"a PersistentVolume bound", func(p *Plugin, _, _, _, _, _ cache.ResourceEventHandler) {
+			p.volumeHandler(context.Background()).OnUpdate(pv("pv-1", "Available", "data"), pv("pv-1", "Bound", "data"))
+		}, true},
+		{"a PersistentVolume reserved for a claim", func(p *Plugin, _, _, _, _, _ cache.ResourceEventHandler) {
+			p.volumeHandler(context.Background()).OnUpdate(pv("pv-1", "Available", ""), pv("pv-1", "Available", "data"))
+		}, true},
+		{"a PersistentVolume's labels changed", func(p *Plugin, _, _, _, _, _ cache.ResourceEventHandler) {
+			p.volumeHandler(context.Background()).OnUpdate(pv("pv-1", "Bound", "data"), pv("pv-1", "Bound", "data"))
+		}, false},
 		{"the refused pod's claim created", func(_ *Plugin, _, _, _, c, _ cache.ResourceEventHandler) {
 			c.OnAdd(claim("data", "Pending", ""), false)
 		}, true},

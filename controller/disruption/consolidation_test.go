@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/events"
@@ -54,8 +55,9 @@ func testCatalog(t testing.TB, spotTypes int) cloudprovider.InstanceTypes {
 	return its
 }
 
-// newSolverSimulator is the real solver over its.
-func newSolverSimulator(t testing.TB, its cloudprovider.InstanceTypes) *SolverSimulator {
+// newSolverSimulator is the real solver over its; kube are the objects its Filters read
+// through informers (claims, volumes, CSINodes).
+func newSolverSimulator(t testing.TB, its cloudprovider.InstanceTypes, kube ...runtime.Object) *SolverSimulator {
 	t.Helper()
 	profile, err := simulation.DefaultProfile()
 	if err != nil {
@@ -63,7 +65,7 @@ func newSolverSimulator(t testing.TB, its cloudprovider.InstanceTypes) *SolverSi
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	clientset := fake.NewClientset()
+	clientset := fake.NewClientset(kube...)
 	factory := informers.NewSharedInformerFactory(clientset, 0)
 	view := &View{}
 	s, err := solver.New(ctx, solver.Options{State: view, InstanceTypes: benchTypes(its), Profile: profile,

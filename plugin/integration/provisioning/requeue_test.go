@@ -27,6 +27,7 @@ const offeringReturns = 30 * time.Second
 // change, and waits for the pod to be planned onto a NodeClaim.
 func TestRefusedPodsArePlannedAgainWhenTheCauseChanges(t *testing.T) {
 	taint := corev1.Taint{Key: "example.com/dedicated", Value: "other", Effect: corev1.TaintEffectNoSchedule}
+	emptyClass := ""
 	cases := []struct {
 		name      string
 		nodePools []*karpv1.NodePool
@@ -108,6 +109,41 @@ func TestRefusedPodsArePlannedAgainWhenTheCauseChanges(t *testing.T) {
 		pod:     pod("web", "1", "1Gi"),
 		refusal: "default",
 		change:  func(*testing.T, *env, string) {}, // time passes
+	}, {
+		name:      "the pod's claim bound",
+		nodePools: []*karpv1.NodePool{nodePool("default")},
+		objects: func(ns string) []client.Object {
+			return []client.Object{pendingClaim(ns+"-data", emptyClass)}
+		},
+		pod:     pod("web", "1", "1Gi"),
+		mounts:  true,
+		refusal: "PersistentVolumeClaims",
+		change: func(t *testing.T, e *env, ns string) {
+			pv, _ := boundVolume(ns, ns+"-volume", ns+"-data", emptyClass, corev1.LabelTopologyZone, zones...)
+			e.create(t, ns, pv)
+			e.completeBinding(t, ns, ns+"-data", pv)
+		},
+	}, {
+		// Created naming its volume, the claim is not bound for VolumeBinding until the PV
+		// controller adds bind-completed: the claim informer saw spec.volumeName at creation.
+		name:      "the pod's pre-bound claim completed its binding",
+		nodePools: []*karpv1.NodePool{nodePool("default")},
+		objects: func(ns string) []client.Object {
+			pv, _ := boundVolume(ns, ns+"-volume", ns+"-data", emptyClass, corev1.LabelTopologyZone, zones...)
+			claim := pendingClaim(ns+"-data", emptyClass)
+			claim.Spec.VolumeName = pv.Name
+			return []client.Object{pv, claim}
+		},
+		pod:     pod("web", "1", "1Gi"),
+		mounts:  true,
+		refusal: "PersistentVolumeClaims",
+		change: func(t *testing.T, e *env, ns string) {
+			var pv corev1.PersistentVolume
+			if err := e.client.Get(t.Context(), client.ObjectKey{Name: ns + "-volume"}, &pv); err != nil {
+				t.Fatal(err)
+			}
+			e.completeBinding(t, ns, ns+"-data", &pv)
+		},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -165,6 +201,29 @@ func (e *env) failedScheduling(ctx context.Context, ns string, pod *corev1.Pod) 
 		}
 	}
 	return note, nil
+}
+
+// completeBinding binds the claim name to pv as kube-controller-manager's PV controller does
+// (the test's API server runs none): spec.volumeName and the bind-completed annotation in one
+// write, then the status.
+func (e *env) completeBinding(t *testing.T, ns, name string, pv *corev1.PersistentVolume) {
+	t.Helper()
+	var pvc corev1.PersistentVolumeClaim
+	if err := e.client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &pvc); err != nil {
+		t.Fatal(err)
+	}
+	pvc.Spec.VolumeName = pv.Name
+	metav1.SetMetaDataAnnotation(&pvc.ObjectMeta, "pv.kubernetes.io/bind-completed", "yes")
+	metav1.SetMetaDataAnnotation(&pvc.ObjectMeta, "pv.kubernetes.io/bound-by-controller", "yes")
+	if err := e.client.Update(t.Context(), &pvc); err != nil {
+		t.Fatalf("binding claim %s: %v", name, err)
+	}
+	pvc.Status.Phase = corev1.ClaimBound
+	pvc.Status.AccessModes = pvc.Spec.AccessModes
+	pvc.Status.Capacity = pv.Spec.Capacity
+	if err := e.client.Status().Update(t.Context(), &pvc); err != nil {
+		t.Fatalf("marking claim %s bound: %v", name, err)
+	}
 }
 
 // updateNodePool applies change to the NodePool name.
