@@ -33,7 +33,9 @@ func TestStaticNodePoolModeIsFixed(t *testing.T) {
 		{name: "static to dynamic", manifest: nodePoolManifest("sv-np-to-dynamic", karpSet("spec.replicas", "3"), karpSet("spec.limits", "{nodes: 5}")),
 			edit: func(obj *unstructured.Unstructured) { unstructured.RemoveNestedField(obj.Object, "spec", "replicas") }},
 		{name: "dynamic to static", manifest: nodePoolManifest("sv-np-to-static"),
-			edit: func(obj *unstructured.Unstructured) { _ = unstructured.SetNestedField(obj.Object, int64(3), "spec", "replicas") }},
+			edit: func(obj *unstructured.Unstructured) {
+				_ = unstructured.SetNestedField(obj.Object, int64(3), "spec", "replicas")
+			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stored := mustApply(t, tc.manifest)
