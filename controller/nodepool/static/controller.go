@@ -124,12 +124,7 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if c.waiting(np.Name, list.Items) {
 		return ctrl.Result{RequeueAfter: expectedWait}, nil
 	}
-	var active []*karpv1.NodeClaim
-	for i := range list.Items {
-		if counts(&list.Items[i]) {
-			active = append(active, &list.Items[i])
-		}
-	}
+	active := replicasOf(list.Items)
 	want := int(*np.Spec.Replicas)
 	switch {
 	case len(active) < want:
@@ -140,10 +135,26 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
-// counts reports whether nc is one of the NodePool's replicas: not being deleted and not a
-// disruption candidate (whose replacement counts instead).
-func counts(nc *karpv1.NodeClaim) bool {
-	return nc.DeletionTimestamp == nil && nc.Annotations[disruption.CommandAnnotationKey] == ""
+// replicasOf returns the NodeClaims that are the NodePool's replicas: those not being
+// deleted, except that while a disruption command replaces a candidate, the candidate counts
+// and its replacement does not (the queue marks the candidate before it creates the
+// replacement, so counting the replacement instead would add a NodeClaim in between).
+func replicasOf(items []karpv1.NodeClaim) []*karpv1.NodeClaim {
+	replacing := map[string]bool{}
+	for i := range items {
+		if id := items[i].Annotations[disruption.CommandAnnotationKey]; id != "" && items[i].DeletionTimestamp == nil {
+			replacing[id] = true
+		}
+	}
+	var out []*karpv1.NodeClaim
+	for i := range items {
+		nc := &items[i]
+		if nc.DeletionTimestamp != nil || replacing[nc.Annotations[disruption.ReplacementForAnnotationKey]] {
+			continue
+		}
+		out = append(out, nc)
+	}
+	return out
 }
 
 // scaleUp creates n NodeClaims, fewer if limits.nodes (counting every NodeClaim of the

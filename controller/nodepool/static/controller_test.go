@@ -77,6 +77,18 @@ func marked(nc *karpv1.NodeClaim) {
 	nc.Annotations = map[string]string{disruption.CommandAnnotationKey: "cmd-1"}
 }
 
+func replacing(id string) func(*karpv1.NodeClaim) {
+	return func(nc *karpv1.NodeClaim) {
+		nc.Annotations = map[string]string{disruption.ReplacementForAnnotationKey: id}
+	}
+}
+
+func deleting(nc *karpv1.NodeClaim) {
+	now := metav1.Now()
+	nc.DeletionTimestamp = &now
+	nc.Finalizers = []string{"karpenter.sh/termination"}
+}
+
 func notLaunched(nc *karpv1.NodeClaim) {
 	nc.Status = karpv1.NodeClaimStatus{}
 }
@@ -117,9 +129,17 @@ func TestReconcile(t *testing.T) {
 		objects:  []client.Object{claim("a", time.Hour)},
 		wantKept: []string{"a"}, wantNew: 1, wantEvent: ReasonLimited,
 	}, {
-		name: "a disruption candidate does not count, but counts against limits.nodes", enabled: true, pool: staticPool(2, "3"),
-		objects:  []client.Object{claim("a", time.Hour), claim("b", time.Hour, marked)},
-		wantKept: []string{"a", "b"}, wantNew: 1,
+		name: "a disruption candidate counts, its replacement does not", enabled: true, pool: staticPool(2, ""),
+		objects:  []client.Object{claim("a", time.Hour), claim("b", time.Hour, marked), claim("r", 0, replacing("cmd-1"), notLaunched)},
+		wantKept: []string{"a", "b", "r"},
+	}, {
+		name: "a replacement counts once its candidate is being deleted", enabled: true, pool: staticPool(2, ""),
+		objects:  []client.Object{claim("a", time.Hour), claim("b", time.Hour, marked, deleting), claim("r", 0, replacing("cmd-1"), notLaunched)},
+		wantKept: []string{"a", "r"},
+	}, {
+		name: "NodeClaims being deleted do not count, but count against limits.nodes", enabled: true, pool: staticPool(2, "2"),
+		objects:  []client.Object{claim("a", time.Hour), claim("b", time.Hour, deleting)},
+		wantKept: []string{"a"}, wantEvent: ReasonLimited,
 	}, {
 		name: "scales down the unlaunched, then the emptiest, then the newest", enabled: true, pool: staticPool(1, ""),
 		objects: []client.Object{
