@@ -114,8 +114,10 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			"spec.replicas is not acted on: the StaticCapacity feature gate is off; no NodeClaim is added to or removed from this static NodePool")
 		return ctrl.Result{}, nil
 	}
-	if !meta.IsStatusConditionTrue(np.Status.Conditions, "Ready") {
-		return ctrl.Result{}, nil // reconciled again when it becomes ready
+	if !meta.IsStatusConditionTrue(np.Status.Conditions, "Ready") || np.Annotations[karpv1.NodePoolHashAnnotationKey] == "" {
+		// Reconciled again when it becomes ready and nodepool.status has hashed its template,
+		// so every NodeClaim carries the hash drift compares.
+		return ctrl.Result{}, nil
 	}
 	list := &karpv1.NodeClaimList{}
 	if err := c.client.List(ctx, list, client.MatchingLabels{karpv1.NodePoolLabelKey: np.Name}); err != nil {

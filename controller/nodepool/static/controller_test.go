@@ -44,7 +44,7 @@ func kwokTypes(t *testing.T) catalogTypes {
 
 func staticPool(replicas int64, limitNodes string) *karpv1.NodePool {
 	np := &karpv1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Name: "fixed", UID: "np-fixed"},
+		ObjectMeta: metav1.ObjectMeta{Name: "fixed", UID: "np-fixed", Annotations: map[string]string{karpv1.NodePoolHashAnnotationKey: "hash"}},
 		Spec: karpv1.NodePoolSpec{
 			Replicas: &replicas,
 			Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
