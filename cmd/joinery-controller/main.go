@@ -34,6 +34,7 @@ import (
 	"github.com/joinery-dev/joinery/controller/nodeclaim/garbagecollection"
 	"github.com/joinery-dev/joinery/controller/nodeclaim/lifecycle"
 	"github.com/joinery-dev/joinery/controller/nodepool"
+	"github.com/joinery-dev/joinery/controller/nodepool/static"
 	"github.com/joinery-dev/joinery/controller/state"
 	"github.com/joinery-dev/joinery/internal/eventlimit"
 	"github.com/joinery-dev/joinery/internal/featuregates"
@@ -203,6 +204,15 @@ func run(opts options) error {
 	}
 	if err := nodePools.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up %s: %w", nodepool.Name, err)
+	}
+	// The static controller runs whatever the gate: with StaticCapacity off it only warns that
+	// a NodePool's replicas are not acted on.
+	staticPools := static.New(mgr.GetClient(), cp, mgr.GetEventRecorder(static.Name), static.Options{
+		Enabled: opts.featureGates.Enabled(featuregates.StaticCapacity),
+		Solver:  solver.Options{MinValuesPolicy: opts.disruption.minValuesPolicy},
+	})
+	if err := staticPools.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up %s: %w", static.Name, err)
 	}
 	if err := setupMetrics(mgr); err != nil {
 		return err

@@ -76,7 +76,8 @@ func doNotDisrupt(obj metav1.Object) bool {
 
 // Candidates returns the candidates for a disruption with reason, in NodeClaim name order, and
 // the nodes blocked from it with why. NodeClaims that are not disruptable at all — standalone,
-// not initialized, without a Node, being deleted or already chosen — are in neither list.
+// not initialized, without a Node, being deleted or already chosen, or of a static NodePool
+// for any reason but drift — are in neither list.
 // For Drifted, a NodeClaim with a terminationGracePeriod is a candidate even with blocking
 // PDBs or do-not-disrupt pods (the seeds' TerminationGracePeriod section): its drain is
 // bounded.
@@ -87,6 +88,11 @@ func (c *Cluster) Candidates(reason string) ([]*Candidate, []Blocked) {
 		np := c.NodePoolOf(nc)
 		node := c.NodeOf[nc.Name]
 		if np == nil || node == nil || !isInitialized(nc) || c.isDeleting(nc) {
+			continue
+		}
+		if np.Spec.Replicas != nil && reason != karpv1.DisruptionReasonDrifted {
+			// A static NodePool keeps its count: consolidation never removes its nodes;
+			// only drift replaces them (and expiration, outside this loop).
 			continue
 		}
 		podsOnNode := c.PodsByNode[node.Name]

@@ -57,7 +57,7 @@ func NewSimulation(ctx context.Context, opts SimulationOptions) (*SolverSimulato
 // then single-node consolidation, over consolidation's simulator.
 func GracefulMethods(consolidation Consolidation) []Method {
 	return []Method{
-		&Drift{Simulator: consolidation.Simulator},
+		&Drift{Simulator: consolidation.Simulator, InstanceTypes: consolidation.InstanceTypes},
 		&Emptiness{},
 		&MultiNodeConsolidation{Consolidation: consolidation},
 		&SingleNodeConsolidation{Consolidation: consolidation},

@@ -2,8 +2,8 @@
 // parsed from the --feature-gates flag or the FEATURE_GATES environment variable
 // ("NodeRepair=true,SpotToSpotConsolidation=true"). Binaries parse once at start-up and hand
 // the result to the controllers that need it; an unknown gate or a value that is not a
-// boolean fails start-up with a message naming the setting, and so does a gate value joinery
-// cannot act on (StaticCapacity=true).
+// boolean fails start-up with a message naming the setting, and so would a gate value joinery
+// cannot act on (none today).
 package featuregates
 
 import (
@@ -42,9 +42,7 @@ var defaults = map[string]bool{
 
 // refused are gate values joinery cannot honour: start-up fails with the reason rather than
 // accept a setting that would change nothing.
-var refused = map[string]map[bool]string{
-	StaticCapacity: {true: "joinery does not implement static NodePools (NodePool spec.replicas)"},
-}
+var refused = map[string]map[bool]string{}
 
 // Gates is the set of enabled and disabled gates. The zero value has every gate at its default.
 type Gates struct {

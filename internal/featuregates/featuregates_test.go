@@ -23,7 +23,7 @@ func TestParse(t *testing.T) {
 		{name: "unknown gate", value: "Drift=true", wantErr: `FEATURE_GATES: unknown feature gate "Drift"`},
 		{name: "not a boolean", value: "NodeRepair=yes", wantErr: `FEATURE_GATES: feature gate NodeRepair has value "yes", want true or false`},
 		{name: "no value", value: "NodeRepair", wantErr: `FEATURE_GATES: "NodeRepair" is not Name=true|false`},
-		{name: "StaticCapacity on is refused, naming the gate", value: "StaticCapacity=true", wantErr: `FEATURE_GATES: feature gate StaticCapacity=true is refused: joinery does not implement static NodePools`},
+		{name: "StaticCapacity on is accepted", value: "StaticCapacity=true", want: map[string]bool{StaticCapacity: true}},
 		{name: "StaticCapacity off is its default", value: "StaticCapacity=false", want: map[string]bool{StaticCapacity: false}},
 	}
 	for _, tt := range tests {

@@ -87,6 +87,12 @@ func (r *run) tryNew(ctx context.Context, pod *corev1.Pod, a attempt, m *memo, o
 		return false, "no NodePool is ready", nil
 	}
 	for _, p := range r.pools {
+		if p.np.Spec.Replicas != nil {
+			// A static NodePool's count is its replicas: pods may land on its nodes, but only
+			// the static controller adds NodeClaims to it.
+			reasons = append(reasons, fmt.Sprintf("nodepool %q is static (spec.replicas)", p.np.Name))
+			continue
+		}
 		f := r.poolFit(p, a, m)
 		if f.why != "" {
 			reasons = append(reasons, f.why)

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/scheduling"
 	"github.com/joinery-dev/joinery/simulation"
 )
@@ -173,4 +174,25 @@ func withInstanceTypes(reqs []karpv1.NodeSelectorRequirementWithMinValues, types
 		return strings.Compare(r.Key, key)
 	})
 	return slices.Insert(reqs, i, types)
+}
+
+// StaticNodeClaim builds the unsaved NodeClaim a static NodePool (spec.replicas) adds to keep
+// its count, as Plan builds a new claim's NodeClaim: from the NodePool's template alone, no pod
+// narrowing it, with its compatible instance types cheapest first (its are the NodePool's
+// instance types from the cloud provider). opts supplies MinValuesPolicy and MaxInstanceTypes.
+func StaticNodeClaim(np *karpv1.NodePool, its []*cloudprovider.InstanceType, opts Options) (*karpv1.NodeClaim, error) {
+	if opts.MinValuesPolicy == "" {
+		opts.MinValuesPolicy = DefaultMinValuesPolicy
+	}
+	if opts.MaxInstanceTypes == 0 {
+		opts.MaxInstanceTypes = DefaultMaxInstanceTypes
+	}
+	s := &Solver{opts: opts}
+	p := &pool{np: np, reqs: poolRequirements(np)}
+	p.its = cloudprovider.InstanceTypes(s.withoutUnavailable(its)).Compatible(p.reqs).OrderByPrice(p.reqs)
+	if len(p.its) == 0 {
+		return nil, fmt.Errorf("nodepool %q: no instance type meets its requirements %s", np.Name, p.reqs)
+	}
+	c := &claim{pool: p, reqs: p.reqs.Clone(), its: p.its}
+	return (&run{s: s}).nodeClaim(c)
 }

@@ -19,6 +19,7 @@ import (
 // +kubebuilder:printcolumn:name="Weight",type=integer,JSONPath=".spec.weight",priority=1
 // +kubebuilder:printcolumn:name="CPU",type=string,JSONPath=".status.resources.cpu",priority=1
 // +kubebuilder:printcolumn:name="Memory",type=string,JSONPath=".status.resources.memory",priority=1
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.nodes
 type NodePool struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -39,6 +40,13 @@ type NodePoolList struct {
 }
 
 // NodePoolSpec is the desired state of a NodePool.
+//
+// The rules on replicas are Karpenter's: a NodePool cannot switch between static and dynamic,
+// and a static NodePool takes no weight and no limit but limits.nodes.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.replicas) == has(oldSelf.replicas)",message="Cannot transition NodePool between static (replicas set) and dynamic (replicas unset) provisioning modes"
+// +kubebuilder:validation:XValidation:rule="!has(self.replicas) || !has(self.limits) || size(self.limits) == 0 || (size(self.limits) == 1 && 'nodes' in self.limits)",message="only 'limits.nodes' is supported on static NodePools"
+// +kubebuilder:validation:XValidation:rule="!has(self.replicas) || !has(self.weight)",message="'weight' is not supported on static NodePools"
 type NodePoolSpec struct {
 	// Template describes the NodeClaims the NodePool creates; pods' requirements narrow it
 	// further for each NodeClaim.
@@ -56,6 +64,14 @@ type NodePoolSpec struct {
 	// +kubebuilder:validation:Maximum=100
 	// +optional
 	Weight *int32 `json:"weight,omitempty"`
+	// Replicas makes the NodePool static: it keeps exactly this many NodeClaims whatever the
+	// pending pods, when the StaticCapacity feature gate is on. Consolidation ignores its nodes;
+	// drift and expiration replace them within the disruption budgets. Capped at 1000 (Karpenter
+	// has no maximum) so that a count set by a user never becomes an unbounded allocation.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	// +optional
+	Replicas *int64 `json:"replicas,omitempty"`
 }
 
 // NodeClaimTemplate is the part of a NodePool copied onto each NodeClaim it creates.
