@@ -87,6 +87,8 @@ func TestResourceClaimsNarrowTheTypes(t *testing.T) {
 		model  string
 		min    int64
 		ignore bool
+		// types, if any, are the only ones the NodePool allows.
+		types []string
 		// unschedulable: no type has the devices.
 		unschedulable bool
 	}{
@@ -94,11 +96,17 @@ func TestResourceClaimsNarrowTheTypes(t *testing.T) {
 		{claim: "one-l4", model: "l4", min: 1},
 		{claim: "all-t4g", model: "t4g", min: 1},
 		{claim: "sixteen-h100", unschedulable: true},
+		// A NodePool of types without devices says so, in DynamicResources' name.
+		{claim: "one-l4", types: []string{"c5.large", "m5.large"}, unschedulable: true},
 		// IGNORE_DRA_REQUESTS: the claim is left to the scheduler, as Karpenter does.
 		{claim: "sixteen-h100", ignore: true},
 	} {
-		t.Run(fmt.Sprintf("%s ignore=%v", tc.claim, tc.ignore), func(t *testing.T) {
-			state := &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default")}}
+		t.Run(fmt.Sprintf("%s ignore=%v types=%v", tc.claim, tc.ignore, tc.types), func(t *testing.T) {
+			np := nodePool("default")
+			if len(tc.types) > 0 {
+				np = nodePool("default", requiring(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, nil, tc.types...))
+			}
+			state := &StaticState{NodePoolList: []*karpv1.NodePool{np}}
 			its := kwokTypes(t)
 			s := newTestSolverWith(t, state, its, objects, func(o *Options) { o.IgnoreDRARequests = tc.ignore })
 			batch := []*corev1.Pod{testPod("gpu", "1", "1Gi", claiming(tc.claim)), testPod("plain", "1", "1Gi")}

@@ -170,8 +170,12 @@ func (r *run) newShapes(m *memo, p *pool, merged scheduling.Requirements, its cl
 // tryNewOf tries a new node of NodePool p for each combination of the open labels.
 func (r *run) tryNewOf(ctx context.Context, pod *corev1.Pod, a attempt, m *memo, open openKeys, p *pool, merged scheduling.Requirements, its cloudprovider.InstanceTypes, req vec) (bool, string, error) {
 	why := "no instance type fits the pod with its daemons"
-	limited := len(p.np.Spec.Limits) > 0 // p.remaining() is non-nil; no need to recompute it
 	devices := len(pod.Spec.ResourceClaims) > 0 && !r.s.opts.IgnoreDRARequests
+	if devices {
+		// Replaced by DynamicResources' own reason when some type has devices.
+		why = "DynamicResources: no instance type has devices for the pod's resource claims"
+	}
+	limited := len(p.np.Spec.Limits) > 0 // p.remaining() is non-nil; no need to recompute it
 	for _, shape := range r.newShapes(m, p, merged, its, open, limited, devices) {
 		c := &claim{name: r.nextName("joinery-planned"), pool: p, reqs: shape.reqs, chosen: shape.chosen, taints: p.np.Spec.Template.Spec.Taints}
 		c.bound, c.boundVec, c.limits, c.devices = shape.bound, shape.boundVec, shape.limits, shape.devices
