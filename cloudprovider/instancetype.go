@@ -30,6 +30,9 @@ type InstanceType struct {
 	// VolumeLimits are the attach limits a node of this type reports in its CSINode, by CSI
 	// driver name (the CSI driver's allocatable count); a driver not listed is unlimited.
 	VolumeLimits map[string]int32
+	// Devices are the devices a node of this type publishes in its ResourceSlices through DRA
+	// drivers, for DynamicResources to allocate claims from.
+	Devices []DeviceSet
 
 	allocatableOnce sync.Once
 	allocatable     corev1.ResourceList

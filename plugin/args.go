@@ -67,16 +67,20 @@ type ProvisionerArgs struct {
 	// QuarantineDuration is how long the pods of a batch whose planning panicked are left out
 	// of batches, so one bad pod cannot crash planning in a loop.
 	QuarantineDuration metav1.Duration `json:"quarantineDuration"`
+	// IgnoreDRARequests leaves pods' resource claims out of planning, as Karpenter's
+	// IGNORE_DRA_REQUESTS does: nodes are chosen without regard to the devices claims need.
+	IgnoreDRARequests bool `json:"ignoreDRARequests,omitempty"`
 }
 
 // ArgOverrides replace args of the scheduler configuration: joinery-scheduler sets them from
 // Karpenter's environment settings (BATCH_IDLE_DURATION, BATCH_MAX_DURATION,
-// PREFERENCE_POLICY, MIN_VALUES_POLICY), only those that are set. Nil fields override nothing.
+// PREFERENCE_POLICY, MIN_VALUES_POLICY, IGNORE_DRA_REQUESTS), only those that are set. Nil fields override nothing.
 type ArgOverrides struct {
 	BatchIdleDuration *time.Duration
 	BatchMaxDuration  *time.Duration
 	PreferencePolicy  *solver.PreferencePolicy
 	MinValuesPolicy   *solver.MinValuesPolicy
+	IgnoreDRARequests *bool
 }
 
 // apply overrides args and returns the names of the settings it applied.
@@ -97,6 +101,10 @@ func (o ArgOverrides) apply(args *ProvisionerArgs) []string {
 	if o.MinValuesPolicy != nil {
 		args.MinValuesPolicy = *o.MinValuesPolicy
 		applied = append(applied, "MIN_VALUES_POLICY")
+	}
+	if o.IgnoreDRARequests != nil {
+		args.IgnoreDRARequests = *o.IgnoreDRARequests
+		applied = append(applied, "IGNORE_DRA_REQUESTS")
 	}
 	return applied
 }

@@ -111,7 +111,7 @@ func TestDefaultArgsWithoutProfileName(t *testing.T) {
 func TestDecodeArgsWithOverrides(t *testing.T) {
 	config := &runtime.Unknown{Raw: []byte(`{"batchIdleDuration":"2s","batchMaxDuration":"30s","preferencePolicy":"Ignore"}`)}
 	idle, longIdle := 5*time.Second, time.Minute
-	bestEffort := solver.MinValuesBestEffort
+	bestEffort, ignore := solver.MinValuesBestEffort, true
 	cases := []struct {
 		name      string
 		overrides ArgOverrides
@@ -125,6 +125,9 @@ func TestDecodeArgsWithOverrides(t *testing.T) {
 		{name: "some", overrides: ArgOverrides{BatchIdleDuration: &idle, MinValuesPolicy: &bestEffort}, check: func(a ProvisionerArgs) string {
 			return cmp.Diff([]any{5 * time.Second, 30 * time.Second, solver.PreferenceIgnore, solver.MinValuesBestEffort},
 				[]any{a.BatchIdleDuration.Duration, a.BatchMaxDuration.Duration, a.PreferencePolicy, a.MinValuesPolicy})
+		}},
+		{name: "IGNORE_DRA_REQUESTS", overrides: ArgOverrides{IgnoreDRARequests: &ignore}, check: func(a ProvisionerArgs) string {
+			return cmp.Diff(true, a.IgnoreDRARequests)
 		}},
 		{name: "refused combination", overrides: ArgOverrides{BatchIdleDuration: &longIdle},
 			wantErr: []string{"with the environment's BATCH_IDLE_DURATION", "batchMaxDuration"}},

@@ -88,6 +88,10 @@ func newFramework(ctx context.Context, profile *config.KubeSchedulerProfile, out
 		}
 	}
 
+	if s, ok := opts.Snapshot.(*Snapshot); ok && draManager != nil {
+		draManager = snapshotDRAManager{SharedDRAManager: draManager, snapshot: s}
+	}
+
 	csiLister := opts.InformerFactory.Storage().V1().CSINodes().Lister()
 	var csi fwk.CSIManager = nodevolumelimits.NewCSIManager(csiLister)
 	if src, ok := opts.Snapshot.(csiNodeSource); ok {

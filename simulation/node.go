@@ -9,6 +9,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/scheduling"
 )
 
@@ -26,6 +27,9 @@ type NodeTemplate struct {
 	// (cloudprovider.InstanceType.VolumeLimits); none means the node gets no CSINode, which
 	// NodeVolumeLimits reads as unlimited.
 	VolumeLimits map[string]int32
+	// Devices are the devices the node's DRA drivers will publish in its ResourceSlices
+	// (cloudprovider.InstanceType.Devices); none means the node gets no slices.
+	Devices []cloudprovider.DeviceSet
 }
 
 // EBSZoneLabelKey is the zone label the EBS CSI driver registers on its nodes; volumes it
@@ -78,23 +82,26 @@ func NewHypotheticalCSINode(t NodeTemplate) *storagev1.CSINode {
 	return csi
 }
 
-// AddHypotheticalNode adds the node t describes, with its CSINode, and returns the node.
+// AddHypotheticalNode adds the node t describes, with its CSINode and ResourceSlices, and
+// returns the node.
 func (s *Snapshot) AddHypotheticalNode(t NodeTemplate) (*corev1.Node, error) {
 	node := NewHypotheticalNode(t)
 	if err := s.AddNode(node); err != nil {
 		return nil, err
 	}
 	s.SetCSINode(t.Name, NewHypotheticalCSINode(t))
+	s.SetResourceSlices(t.Name, NewHypotheticalResourceSlices(t))
 	return node, nil
 }
 
-// ReplaceHypotheticalNode replaces the Node object and the CSINode of the node t names,
-// keeping its pods.
+// ReplaceHypotheticalNode replaces the Node object, the CSINode and the ResourceSlices of the
+// node t names, keeping its pods.
 func (s *Snapshot) ReplaceHypotheticalNode(t NodeTemplate) (*corev1.Node, error) {
 	node := NewHypotheticalNode(t)
 	if err := s.ReplaceNode(node); err != nil {
 		return nil, fmt.Errorf("replacing hypothetical node: %w", err)
 	}
 	s.SetCSINode(t.Name, NewHypotheticalCSINode(t))
+	s.SetResourceSlices(t.Name, NewHypotheticalResourceSlices(t))
 	return node, nil
 }

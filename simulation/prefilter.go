@@ -385,6 +385,10 @@ func (e *Engine) apply(ctx context.Context, cs *classState, entry *logEntry, r *
 			return
 		}
 		skipped := skip.Has(p.name)
+		if !skipped && followsNodeDevices(p, entry) {
+			r.markStale(p.name)
+			continue
+		}
 		switch p.role {
 		case roleExtended:
 			if skipped {
@@ -511,6 +515,10 @@ func (e *Engine) unapply(ctx context.Context, cs *classState, entry *logEntry, r
 			}
 			continue
 		}
+		if followsNodeDevices(p, entry) {
+			r.markStale(p.name)
+			continue
+		}
 		switch p.role {
 		case roleExtended:
 			e.extend(ctx, cs, p, entry, true, r)
@@ -518,6 +526,14 @@ func (e *Engine) unapply(ctx context.Context, cs *classState, entry *logEntry, r
 			r.restoreSpread = true
 		}
 	}
+}
+
+// followsNodeDevices reports whether p is DynamicResources and entry adds or changes a node:
+// its PreFilter builds an allocator from the ResourceSlices it sees then, and caches what it
+// found per node, so a node that comes with slices of its own (a hypothetical node's) needs
+// the PreFilter rerun. Pods without claims skip the plugin and never rerun it.
+func followsNodeDevices(p preFilterPlugin, entry *logEntry) bool {
+	return p.name == names.DynamicResources && (entry.kind == logNodeAdded || entry.kind == logNodeReplaced)
 }
 
 // extend runs p's AddPod and RemovePod for entry, or undoes it.

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -28,6 +29,9 @@ type Snapshot struct {
 	// csiNodes are the CSINodes of hypothetical nodes, by node name; the cluster's own come
 	// from the informers (see csiNodes.go).
 	csiNodes map[string]*storagev1.CSINode
+	// slices are the ResourceSlices of hypothetical nodes, by node name; the cluster's own
+	// come from the DRA manager (see resourceslices.go).
+	slices map[string][]*resourceapi.ResourceSlice
 
 	journal []change
 	forks   []fork
@@ -71,6 +75,7 @@ const (
 	pvcCounted  // pvcRefs[pvc] changed by delta
 	callback    // undo runs on Revert (e.g. Unreserve)
 	csiNodeSet  // csi is the node's CSINode before (nil: none)
+	slicesSet   // slices are the node's ResourceSlices before (hadSlices: any were set)
 )
 
 type change struct {
@@ -82,6 +87,9 @@ type change struct {
 	delta int
 	undo  func()
 	csi   *storagev1.CSINode
+
+	slices    []*resourceapi.ResourceSlice
+	hadSlices bool
 }
 
 // NewSnapshot returns a snapshot of nodes and the pods assigned to them. Pods that are not
@@ -112,6 +120,7 @@ func (s *Snapshot) Reset(nodes []*corev1.Node, pods []*corev1.Pod) error {
 	s.index = make(map[string]int, len(nodes))
 	s.pvcRefs = map[string]int{}
 	s.csiNodes = map[string]*storagev1.CSINode{}
+	s.slices = map[string][]*resourceapi.ResourceSlice{}
 	s.journal, s.forks = nil, nil
 	clear(s.log)
 	s.log = s.log[:0]
@@ -240,6 +249,7 @@ func (s *Snapshot) RemoveNode(name string) error {
 		s.countPVCs(p.GetPod(), -1)
 	}
 	s.SetCSINode(name, nil)
+	s.SetResourceSlices(name, nil)
 	i := s.index[name]
 	s.list = append(s.list[:i], s.list[i+1:]...)
 	delete(s.nodes, name)
@@ -396,6 +406,8 @@ func (s *Snapshot) undo(c change) {
 		c.undo()
 	case csiNodeSet:
 		s.putCSINode(c.node, c.csi)
+	case slicesSet:
+		s.putResourceSlices(c.node, c.slices, c.hadSlices)
 	}
 }
 

@@ -35,6 +35,7 @@ type disruptionOptions struct {
 	repairToleration             time.Duration
 	preferencePolicy             solver.PreferencePolicy
 	minValuesPolicy              solver.MinValuesPolicy
+	ignoreDRARequests            bool
 }
 
 // disruptionSimulation is the solver-backed simulation every disruption path shares: the
@@ -79,8 +80,9 @@ func (s *disruptionSimulation) build(cp cloudprovider.CloudProvider) error {
 		Framework:     simulation.FrameworkOptions{Client: clientset, InformerFactory: factory},
 		Unavailable:   view.Unavailable,
 		// The same policies joinery-scheduler's Provisioner plans with.
-		PreferencePolicy: s.opts.preferencePolicy,
-		MinValuesPolicy:  s.opts.minValuesPolicy,
+		PreferencePolicy:  s.opts.preferencePolicy,
+		MinValuesPolicy:   s.opts.minValuesPolicy,
+		IgnoreDRARequests: s.opts.ignoreDRARequests,
 	})
 	if err != nil {
 		return fmt.Errorf("building the disruption simulation: %w", err)

@@ -99,6 +99,7 @@ func main() {
 	flag.StringVar(&opts.disruption.schedulerName, "scheduler-name", "joinery", "profile of --scheduler-config that disruption simulates with")
 	flag.StringVar((*string)(&opts.disruption.preferencePolicy), "preference-policy", string(deref(env.PreferencePolicy, solver.DefaultPreferencePolicy)), "how disruption's simulation treats pods' preferences: Respect or Ignore, as joinery-scheduler's preferencePolicy (env PREFERENCE_POLICY)")
 	flag.StringVar((*string)(&opts.disruption.minValuesPolicy), "min-values-policy", string(deref(env.MinValuesPolicy, solver.DefaultMinValuesPolicy)), "what disruption's simulation does when minValues cannot be met: Strict or BestEffort, as joinery-scheduler's minValuesPolicy (env MIN_VALUES_POLICY)")
+	flag.BoolVar(&opts.disruption.ignoreDRARequests, "ignore-dra-requests", deref(env.IgnoreDRARequests, false), "leave pods' resource claims out of disruption's simulation, as Karpenter does and as joinery-scheduler's ignoreDRARequests (env IGNORE_DRA_REQUESTS)")
 	flag.DurationVar(&opts.disruption.validationDelay, "disruption-validation-delay", disruption.DefaultValidationDelay, "how long a disruption command waits before it is checked against the cluster again and executed")
 	consolidationDelay, err := envDuration("CONSOLIDATION_VALIDATION_DELAY")
 	if err != nil {

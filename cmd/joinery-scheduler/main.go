@@ -60,6 +60,7 @@ func main() {
 		BatchMaxDuration:  env.BatchMaxDuration,
 		PreferencePolicy:  env.PreferencePolicy,
 		MinValuesPolicy:   env.MinValuesPolicy,
+		IgnoreDRARequests: env.IgnoreDRARequests,
 	}, WrapRecorder: eventlimit.Wrap})
 	command := newSchedulerCommand(gate, app.WithPlugin(plugin.Name, provisioner))
 	providers := &providerFlags{disableReservedCapacity: !gates.Enabled(featuregates.ReservedCapacity)}

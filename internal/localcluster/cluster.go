@@ -103,6 +103,8 @@ type Cluster struct {
 	stopErr  error
 	// stopEBSCSI stops the EBS CSI stand-in (ebscsi.go), when it runs.
 	stopEBSCSI context.CancelFunc
+	// stopDRADriver stops the DRA driver stand-in (dradriver.go), when it runs.
+	stopDRADriver context.CancelFunc
 }
 
 // component is one control-plane process: how to configure it and how to tell it serves.
@@ -198,6 +200,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		if err := c.startEBSCSI(); err != nil {
 			return nil, errors.Join(err, c.Stop())
 		}
+		if err := c.startDRADriver(); err != nil {
+			return nil, errors.Join(err, c.Stop())
+		}
 	}
 	c.log.Info("local cluster ready", "dir", opts.Dir, "server", c.restConfig.Host, "took", time.Since(begin).Round(time.Millisecond))
 	return c, nil
@@ -291,6 +296,9 @@ func (c *Cluster) Stop() error {
 		c.stopping.Store(true)
 		if c.stopEBSCSI != nil {
 			c.stopEBSCSI()
+		}
+		if c.stopDRADriver != nil {
+			c.stopDRADriver()
 		}
 		var errs []error
 		for i := len(c.processes) - 1; i >= 0; i-- {

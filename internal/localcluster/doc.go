@@ -11,7 +11,9 @@
 //
 // With kwok among the components, the process that started the cluster also stands in for the
 // Amazon EBS CSI driver (ebscsi.go): the CSINode of every node, with its instance type's attach
-// limit, and volumes for claims of ebs.csi.aws.com StorageClasses.
+// limit, and volumes for claims of ebs.csi.aws.com StorageClasses; and for the DRA drivers
+// (dradriver.go): the ResourceSlices of every node of a kwok catalog type with GPUs or Neuron
+// devices, the ones the simulation predicts for the type.
 //
 // Layout of Options.Dir:
 //

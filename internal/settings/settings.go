@@ -37,6 +37,9 @@ type Settings struct {
 	DisableLeaderElection   *bool   // DISABLE_LEADER_ELECTION
 	LeaderElectionName      *string // LEADER_ELECTION_NAME
 	LeaderElectionNamespace *string // LEADER_ELECTION_NAMESPACE
+	// IgnoreDRARequests (IGNORE_DRA_REQUESTS) leaves pods' resource claims out of the
+	// simulation, as Karpenter does; joinery's default is false.
+	IgnoreDRARequests *bool
 }
 
 // LogLevels are LOG_LEVEL's values, Karpenter's.
@@ -45,7 +48,7 @@ var LogLevels = []string{"debug", "info", "error"}
 // Names are the environment variables FromEnv reads, for documentation and tests.
 var Names = []string{"BATCH_IDLE_DURATION", "BATCH_MAX_DURATION", "PREFERENCE_POLICY", "MIN_VALUES_POLICY", "LOG_LEVEL",
 	"METRICS_PORT", "HEALTH_PROBE_PORT", "KUBE_CLIENT_QPS", "KUBE_CLIENT_BURST", "CPU_REQUESTS", "MEMORY_LIMIT",
-	"DISABLE_LEADER_ELECTION", "LEADER_ELECTION_NAME", "LEADER_ELECTION_NAMESPACE"}
+	"DISABLE_LEADER_ELECTION", "LEADER_ELECTION_NAME", "LEADER_ELECTION_NAMESPACE", "IGNORE_DRA_REQUESTS"}
 
 // FromEnv reads every setting through lookup (os.LookupEnv). An empty value counts as unset.
 // The error lists every invalid setting by name.
@@ -66,6 +69,7 @@ func FromEnv(lookup func(string) (string, bool)) (Settings, error) {
 		DisableLeaderElection:   r.bool("DISABLE_LEADER_ELECTION"),
 		LeaderElectionName:      r.string("LEADER_ELECTION_NAME"),
 		LeaderElectionNamespace: r.string("LEADER_ELECTION_NAMESPACE"),
+		IgnoreDRARequests:       r.bool("IGNORE_DRA_REQUESTS"),
 	}
 	if s.BatchIdleDuration != nil && s.BatchMaxDuration != nil && *s.BatchIdleDuration > *s.BatchMaxDuration {
 		r.errs = append(r.errs, fmt.Errorf("BATCH_IDLE_DURATION=%s must not be longer than BATCH_MAX_DURATION=%s", s.BatchIdleDuration, s.BatchMaxDuration))

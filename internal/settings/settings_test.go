@@ -36,12 +36,13 @@ func TestFromEnv(t *testing.T) {
 				"BATCH_IDLE_DURATION": "1s", "BATCH_MAX_DURATION": "10s", "PREFERENCE_POLICY": "Respect", "MIN_VALUES_POLICY": "BestEffort",
 				"LOG_LEVEL": "debug", "METRICS_PORT": "9090", "HEALTH_PROBE_PORT": "9090", "KUBE_CLIENT_QPS": "50", "KUBE_CLIENT_BURST": "100",
 				"CPU_REQUESTS": "1500", "MEMORY_LIMIT": "1073741824", "DISABLE_LEADER_ELECTION": "true", "LEADER_ELECTION_NAME": "lease",
-				"LEADER_ELECTION_NAMESPACE": "lease",
+				"LEADER_ELECTION_NAMESPACE": "lease", "IGNORE_DRA_REQUESTS": "true",
 			},
 			want: Settings{
 				BatchIdleDuration: &second, BatchMaxDuration: &tenSeconds, PreferencePolicy: &respect, MinValuesPolicy: &bestEffort,
 				LogLevel: &debugLevel, MetricsPort: &port, HealthProbePort: &port, KubeClientQPS: &qps, KubeClientBurst: &burst,
 				CPURequests: &cpu, MemoryLimit: &mem, DisableLeaderElection: &yes, LeaderElectionName: &name, LeaderElectionNamespace: &name,
+				IgnoreDRARequests: &yes,
 			},
 		},
 		{
@@ -49,11 +50,11 @@ func TestFromEnv(t *testing.T) {
 			env: map[string]string{
 				"BATCH_IDLE_DURATION": "soon", "BATCH_MAX_DURATION": "-1s", "PREFERENCE_POLICY": "respect", "MIN_VALUES_POLICY": "Loose",
 				"LOG_LEVEL": "trace", "METRICS_PORT": "70000", "KUBE_CLIENT_QPS": "0", "KUBE_CLIENT_BURST": "many",
-				"CPU_REQUESTS": "0", "DISABLE_LEADER_ELECTION": "maybe",
+				"CPU_REQUESTS": "0", "DISABLE_LEADER_ELECTION": "maybe", "IGNORE_DRA_REQUESTS": "sometimes",
 			},
 			wantErr: []string{`BATCH_IDLE_DURATION="soon"`, `BATCH_MAX_DURATION="-1s": must be positive`, `PREFERENCE_POLICY="respect": must be one of Respect, Ignore`,
 				`MIN_VALUES_POLICY="Loose"`, `LOG_LEVEL="trace": must be one of debug, info, error`, `METRICS_PORT="70000"`, `KUBE_CLIENT_QPS="0"`,
-				`KUBE_CLIENT_BURST="many"`, `CPU_REQUESTS="0"`, `DISABLE_LEADER_ELECTION="maybe"`},
+				`KUBE_CLIENT_BURST="many"`, `CPU_REQUESTS="0"`, `DISABLE_LEADER_ELECTION="maybe"`, `IGNORE_DRA_REQUESTS="sometimes"`},
 		},
 		{
 			name:    "idle longer than max",

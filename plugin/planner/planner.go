@@ -87,10 +87,11 @@ func (c *Config) New(ctx context.Context, opts plugin.PlannerOptions) (simulatio
 			Client:          opts.Handle.ClientSet(),
 			InformerFactory: factory,
 		},
-		PreferencePolicy: opts.Args.PreferencePolicy,
-		MinValuesPolicy:  opts.Args.MinValuesPolicy,
-		MaxInstanceTypes: opts.Args.MaxInstanceTypes,
-		Unavailable:      unavailable.contains,
+		PreferencePolicy:  opts.Args.PreferencePolicy,
+		MinValuesPolicy:   opts.Args.MinValuesPolicy,
+		IgnoreDRARequests: opts.Args.IgnoreDRARequests,
+		MaxInstanceTypes:  opts.Args.MaxInstanceTypes,
+		Unavailable:       unavailable.contains,
 	})
 	if err != nil {
 		return nil, err

@@ -34,7 +34,11 @@ type claim struct {
 	// limits are the attach limits by CSI driver its node's CSINode shows: the largest of its
 	// (see attach.go). volumes are the CSI volumes planned onto it ("driver/handle" → driver),
 	// attachCount their number per driver.
-	limits      map[string]int32
+	limits map[string]int32
+	// devices are the devices its node's ResourceSlices show: those of its when they all
+	// have the same (see sameDevices), else none, so that DynamicResources never allocates a
+	// claim from devices some remaining type lacks.
+	devices     []cloudprovider.DeviceSet
 	volumes     map[string]string
 	attachCount map[string]int32
 
@@ -77,7 +81,44 @@ func (c *claim) node(reqs scheduling.Requirements, chosen map[string]string) sim
 		Taints:       c.taints,
 		Allocatable:  c.bound,
 		VolumeLimits: c.limits,
+		Devices:      c.devices,
 	}
+}
+
+// sameDevices returns the devices every type of its has, or nil when they differ.
+func sameDevices(its cloudprovider.InstanceTypes) []cloudprovider.DeviceSet {
+	if len(its) == 0 {
+		return nil
+	}
+	key := cloudprovider.DevicesKey(its[0].Devices)
+	for _, it := range its[1:] {
+		if cloudprovider.DevicesKey(it.Devices) != key {
+			return nil
+		}
+	}
+	return its[0].Devices
+}
+
+// byDevices splits its, in order, into groups of types with the same devices, ordered by
+// their first type; types without devices are left out. A pod with resource claims opens a
+// node of one group, whose slices DynamicResources then allocates from exactly.
+func byDevices(its cloudprovider.InstanceTypes) []cloudprovider.InstanceTypes {
+	var groups []cloudprovider.InstanceTypes
+	index := map[string]int{}
+	for _, it := range its {
+		if len(it.Devices) == 0 {
+			continue
+		}
+		key := cloudprovider.DevicesKey(it.Devices)
+		i, ok := index[key]
+		if !ok {
+			i = len(groups)
+			index[key] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], it)
+	}
+	return groups
 }
 
 // nodeLabels are the labels of a node meeting reqs: one per key reqs decides, and the chosen

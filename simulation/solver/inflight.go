@@ -150,6 +150,7 @@ func (r *run) inFlightClaim(nc *karpv1.NodeClaim) *claim {
 	}
 	c.boundVec = toVec(c.bound)
 	c.limits = maxVolumeLimits(its)
+	c.devices = sameDevices(its)
 	// Keys the NodeClaim leaves open get a value on the node, so a pod that accepts every
 	// value (admits checks) passes its node affinity there; topology keys stay unlabelled,
 	// as nothing may count the node in a domain it may not launch in.

@@ -125,13 +125,19 @@ type newShape struct {
 	bound    corev1.ResourceList
 	boundVec vec
 	limits   map[string]int32
+	devices  []cloudprovider.DeviceSet
 }
 
 // newShapes lists the shapes a new node of NodePool p may take for an attempt. Without
 // limits they depend only on the attempt and the open keys, so the pods of a class share
 // them (memo.shapes); under limits its shrinks as claims are added, so they are computed
 // each time.
-func (r *run) newShapes(m *memo, p *pool, merged scheduling.Requirements, its cloudprovider.InstanceTypes, open openKeys, limited bool) []newShape {
+//
+// For a pod with resource claims (devices), each shape holds the types of one set of devices
+// (byDevices), and its node publishes their ResourceSlices: DynamicResources then accepts the
+// node only if those devices satisfy the claims, and the NodeClaim launches a type that has
+// them. A pod's class is its own (EquivalenceKey), so the memo keeps these shapes apart.
+func (r *run) newShapes(m *memo, p *pool, merged scheduling.Requirements, its cloudprovider.InstanceTypes, open openKeys, limited, devices bool) []newShape {
 	key := open.key()
 	if !limited {
 		if shapes, ok := m.shapes[p][key]; ok {
@@ -147,9 +153,16 @@ func (r *run) newShapes(m *memo, p *pool, merged scheduling.Requirements, its cl
 		if len(narrowed) == 0 || !r.minValuesOK(p, reqs, narrowed) {
 			continue
 		}
-		bound := maxAllocatable(narrowed)
-		chosen := chooseValues(reqs, narrowed, open.choose, nil)
-		shapes = append(shapes, newShape{reqs: reqs, chosen: chosen, its: narrowed, bound: bound, boundVec: toVec(bound), limits: maxVolumeLimits(narrowed)})
+		groups := []cloudprovider.InstanceTypes{narrowed}
+		if devices {
+			groups = byDevices(narrowed)
+		}
+		for _, group := range groups {
+			bound := maxAllocatable(group)
+			chosen := chooseValues(reqs, group, open.choose, nil)
+			shapes = append(shapes, newShape{reqs: reqs, chosen: chosen, its: group, bound: bound, boundVec: toVec(bound),
+				limits: maxVolumeLimits(group), devices: sameDevices(group)})
+		}
 	}
 	if !limited {
 		if m.shapes[p] == nil {
@@ -163,10 +176,15 @@ func (r *run) newShapes(m *memo, p *pool, merged scheduling.Requirements, its cl
 // tryNewOf tries a new node of NodePool p for each combination of the open labels.
 func (r *run) tryNewOf(ctx context.Context, pod *corev1.Pod, a attempt, m *memo, open openKeys, p *pool, merged scheduling.Requirements, its cloudprovider.InstanceTypes, req vec) (bool, string, error) {
 	why := "no instance type fits the pod with its daemons"
+	devices := len(pod.Spec.ResourceClaims) > 0 && !r.s.opts.IgnoreDRARequests
+	if devices {
+		// Replaced by DynamicResources' own reason when some type has devices.
+		why = "DynamicResources: no instance type has devices for the pod's resource claims"
+	}
 	limited := len(p.np.Spec.Limits) > 0 // p.remaining() is non-nil; no need to recompute it
-	for _, shape := range r.newShapes(m, p, merged, its, open, limited) {
+	for _, shape := range r.newShapes(m, p, merged, its, open, limited, devices) {
 		c := &claim{name: r.nextName("joinery-planned"), pool: p, reqs: shape.reqs, chosen: shape.chosen, taints: p.np.Spec.Template.Spec.Taints}
-		c.bound, c.boundVec, c.limits = shape.bound, shape.boundVec, shape.limits
+		c.bound, c.boundVec, c.limits, c.devices = shape.bound, shape.boundVec, shape.limits, shape.devices
 		r.engine.Fork()
 		if _, err := r.engine.Snapshot().AddHypotheticalNode(c.node(shape.reqs, shape.chosen)); err != nil {
 			return false, "", err

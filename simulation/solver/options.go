@@ -119,6 +119,10 @@ type Options struct {
 	MaxInstanceTypes int
 	// Unavailable may be nil.
 	Unavailable UnavailableFunc
+	// IgnoreDRARequests (Karpenter's IGNORE_DRA_REQUESTS) leaves pods' resource claims out of
+	// the simulation, as Karpenter does: DynamicResources does not run, and nodes are chosen
+	// without regard to devices.
+	IgnoreDRARequests bool
 }
 
 func (o *Options) defaultAndValidate() error {

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/scheduling"
@@ -41,7 +42,15 @@ func New(ctx context.Context, opts Options) (*Solver, error) {
 	if err != nil {
 		return nil, err
 	}
-	engine, err := simulation.NewEngine(ctx, snapshot, opts.Profile, opts.OutOfTree, opts.Framework)
+	fwOpts := opts.Framework
+	if opts.IgnoreDRARequests {
+		exclude := fwOpts.Exclude
+		if exclude == nil {
+			exclude = []string{simulation.ProvisionerPluginName}
+		}
+		fwOpts.Exclude = append(slices.Clip(exclude), names.DynamicResources)
+	}
+	engine, err := simulation.NewEngine(ctx, snapshot, opts.Profile, opts.OutOfTree, fwOpts)
 	if err != nil {
 		return nil, fmt.Errorf("building simulation engine: %w", err)
 	}

@@ -216,5 +216,6 @@ func ConcreteNodeTemplate(nc *karpv1.NodeClaim, name string, its cloudprovider.I
 		Taints:       nc.Spec.Taints,
 		Allocatable:  chosen.Allocatable(),
 		VolumeLimits: chosen.VolumeLimits,
+		Devices:      chosen.Devices,
 	}, nil
 }

@@ -128,7 +128,20 @@ func (b *builder) build(info *ec2types.InstanceTypeInfo, static scheduling.Requi
 		Capacity:     capacity,
 		Overhead:     overhead,
 		VolumeLimits: map[string]int32{cloudprovider.EBSCSIDriver: cloudprovider.EBSVolumeLimit(ebsFacts(info))},
+		Devices:      cloudprovider.DevicesFromLabels(static.Labels(), AcceleratorLabels),
 	}, nil
+}
+
+// AcceleratorLabels are EC2's well-known labels for a type's GPUs and accelerators, from which
+// the devices its nodes publish through DRA are predicted.
+var AcceleratorLabels = cloudprovider.AcceleratorLabels{
+	GPUName:                 awsv1.LabelInstanceGPUName,
+	GPUManufacturer:         awsv1.LabelInstanceGPUManufacturer,
+	GPUCount:                awsv1.LabelInstanceGPUCount,
+	GPUMemory:               awsv1.LabelInstanceGPUMemory,
+	AcceleratorName:         awsv1.LabelInstanceAcceleratorName,
+	AcceleratorManufacturer: awsv1.LabelInstanceAcceleratorManufacturer,
+	AcceleratorCount:        awsv1.LabelInstanceAcceleratorCount,
 }
 
 func (b *builder) servedByAnAMI(reqs scheduling.Requirements) bool {

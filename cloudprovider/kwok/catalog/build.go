@@ -78,14 +78,27 @@ func (s *InstanceType) build(opts BuildOptions) (*cloudprovider.InstanceType, er
 	if err != nil {
 		return nil, err
 	}
+	reqs := s.requirements(offerings)
 	return &cloudprovider.InstanceType{
 		Name:         s.Name,
-		Requirements: s.requirements(offerings),
+		Requirements: reqs,
 		Offerings:    offerings,
 		Capacity:     capacity,
 		Overhead:     overhead,
 		VolumeLimits: map[string]int32{cloudprovider.EBSCSIDriver: cloudprovider.EBSVolumeLimit(s.ebsFacts())},
+		Devices:      cloudprovider.DevicesFromLabels(reqs.Labels(), acceleratorLabels),
 	}, nil
+}
+
+// acceleratorLabels are the EC2 labels the catalog describes GPUs and Neuron devices with.
+var acceleratorLabels = cloudprovider.AcceleratorLabels{
+	GPUName:                 awsv1.LabelInstanceGPUName,
+	GPUManufacturer:         awsv1.LabelInstanceGPUManufacturer,
+	GPUCount:                awsv1.LabelInstanceGPUCount,
+	GPUMemory:               awsv1.LabelInstanceGPUMemory,
+	AcceleratorName:         awsv1.LabelInstanceAcceleratorName,
+	AcceleratorManufacturer: awsv1.LabelInstanceAcceleratorManufacturer,
+	AcceleratorCount:        awsv1.LabelInstanceAcceleratorCount,
 }
 
 // ebsFacts are the facts the EBS CSI driver's attach limit depends on: the hypervisor label
