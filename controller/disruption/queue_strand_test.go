@@ -264,12 +264,7 @@ func TestQueueNeverActsOnCorruptOrStrayMarks(t *testing.T) {
 			if !h.rolledBack() {
 				t.Fatalf("candidate a deleted, still marked or still tainted: %+v", h.nodeClaim("a"))
 			}
-			found := false
-			for len(h.events.Events) > 0 {
-				if e := <-h.events.Events; strings.Contains(e, tt.event) {
-					found = true
-				}
-			}
+			found := h.sawEvent(func(e string) bool { return strings.Contains(e, tt.event) })
 			if !found {
 				t.Errorf("no event saying %q", tt.event)
 			}

@@ -108,6 +108,22 @@ func (h *queueHarness) eventually(what string, cond func() bool) {
 	h.t.Fatalf("never: %s", what)
 }
 
+// sawEvent waits for an event that match accepts, reading and dropping the others: the queue
+// records events right after the change a test waited for, on its own goroutine.
+func (h *queueHarness) sawEvent(match func(string) bool) bool {
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		select {
+		case e := <-h.events.Events:
+			if match(e) {
+				return true
+			}
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return false
+}
+
 func (h *queueHarness) initialize(name string) {
 	h.t.Helper()
 	nc := h.nodeClaim(name)
@@ -175,11 +191,15 @@ func TestQueueReplacesThenDeletes(t *testing.T) {
 	if got := len(h.replacements()); got != 1 {
 		t.Errorf("replacements = %d after the command, want 1", got)
 	}
+	// The terminating events are recorded around the delete the test just saw: wait for them.
 	var reasons []string
-	for len(h.events.Events) > 0 {
-		reasons = append(reasons, strings.Fields(<-h.events.Events)[1])
-	}
 	want := "DisruptionLaunching,DisruptionLaunching,DisruptionWaitingReadiness,DisruptionWaitingReadiness,DisruptionTerminating"
+	h.eventually("the terminating events", func() bool {
+		for len(h.events.Events) > 0 {
+			reasons = append(reasons, strings.Fields(<-h.events.Events)[1])
+		}
+		return strings.HasPrefix(strings.Join(reasons, ","), want)
+	})
 	if got := strings.Join(reasons, ","); !strings.HasPrefix(got, want) {
 		t.Errorf("event reasons = %s, want %s (node and nodeclaim each)", got, want)
 	}
@@ -229,12 +249,7 @@ func TestQueueRollsBack(t *testing.T) {
 			if got := len(h.replacements()); got != 0 {
 				t.Errorf("replacements = %d, want 0", got)
 			}
-			found := false
-			for len(h.events.Events) > 0 {
-				if e := <-h.events.Events; strings.Contains(e, "DisruptionBlocked") && strings.Contains(e, tt.why) {
-					found = true
-				}
-			}
+			found := h.sawEvent(func(e string) bool { return strings.Contains(e, "DisruptionBlocked") && strings.Contains(e, tt.why) })
 			if !found {
 				t.Errorf("no DisruptionBlocked event saying %q", tt.why)
 			}
