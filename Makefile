@@ -9,6 +9,12 @@ KUBE_VERSION := $(shell $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes)
 KUBE_MINOR   := $(word 2,$(subst ., ,$(KUBE_VERSION)))
 TEST_FLAGS ?= -timeout 30m
 
+# Every go command builds with -trimpath, as the binaries always did: go vet, the generators,
+# the tools, the binaries and the tests then share one build-cache entry per package (without
+# it, vet and the tests compiled all of Kubernetes a second time), and a checkout in another
+# folder (a CI clone) reuses the cache instead of recompiling joinery's own packages.
+export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
+
 # kube-scheduler reports the Kubernetes version it is built from; joinery's own version goes
 # into internal/version.
 LDFLAGS := -X github.com/joinery-dev/joinery/internal/version.Version=$(VERSION) \
@@ -49,10 +55,13 @@ UNIT_PACKAGES = $$($(GO) list ./... | grep -v /e2e/)
 .PHONY: test
 # The unit and integration packages run once, under the race detector (linking every test
 # binary twice, with and without -race, was most of CI's time); then the e2e suites.
-# -count=1: the e2e suites run bin/ binaries the test cache cannot see, so a cached pass could
-# hide a regression in them.
+# The unit and integration results are cached by go test: a package reruns when its code,
+# its dependencies (go.mod pins the tools its integration tests start) or the files and
+# environment it reads change; -count=1 for the e2e suites: they run bin/ binaries the test
+# cache cannot see, so a cached pass could hide a regression in them.
+# TEST_FLAGS="-timeout 30m -count=1" reruns everything.
 test: tools build ## Unit and integration tests under the race detector, then the e2e suites (what CI runs); integration and e2e tests start real clusters on 127.0.0.1
-	$(GO) test -race -count=1 $(TEST_FLAGS) $(UNIT_PACKAGES)
+	$(GO) test -race $(TEST_FLAGS) $(UNIT_PACKAGES)
 	$(GO) test -count=1 -p $(E2E_PARALLEL) $(TEST_FLAGS) ./e2e/...
 
 .PHONY: test-race
