@@ -147,7 +147,7 @@ func TestRegistry(t *testing.T) {
 	}{
 		{name: "none", want: nil},
 		{name: "two plugins", opts: []Option{WithPlugin("A", factory), WithPlugin("B", factory)}, want: []string{"A", "B"}},
-		{name: "a name twice", opts: []Option{WithPlugin("A", factory), WithPlugin("A", factory)}, wantErr: `"A"`},
+		{name: "a name twice", opts: []Option{WithPlugin("A", factory), WithPlugin("A", factory)}, wantErr: "named A already exists"},
 		{name: "the Provisioner's name", opts: []Option{WithPlugin(simulation.ProvisionerPluginName, factory)}, wantErr: "joinery's own plugin"},
 	}
 	for _, tt := range tests {
