@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
@@ -64,6 +65,12 @@ func newRootCommand(outOfTree frameworkruntime.Registry) *cobra.Command {
 	if strings.HasPrefix(filepath.Base(os.Args[0]), "kubectl-") {
 		// Installed as a kubectl plugin: help says `kubectl joinery ...`.
 		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl joinery"}
+	}
+	// cobra's own --version (-v), declared before cobra merges pflag's global flags, among which
+	// kube-scheduler's verflag registers a --version of another type (app links both).
+	root.Flags().BoolP("version", "v", false, "version for "+root.Name())
+	if global := pflag.CommandLine.Lookup("version"); global != nil {
+		global.Hidden = true // the subcommands' help lists no flag the CLI does not act on
 	}
 	cluster := &clusterFlags{}
 	cluster.bind(root)
