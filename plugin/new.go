@@ -51,8 +51,8 @@ type Options struct {
 }
 
 // New returns the plugin factory kube-scheduler calls for each profile that enables the plugin
-// (cmd/joinery-scheduler registers it with app.WithPlugin(Name, New(opts))). Invalid args make
-// it fail, which stops the scheduler with the validation message.
+// (app/internal/scheduler registers it with kube-scheduler's app.WithPlugin(Name, New(opts))).
+// Invalid args make it fail, which stops the scheduler with the validation message.
 //
 // The plugin watches pods through the scheduler's informer factory and NodeClaims through its
 // own cache over the scheduler's kubeconfig, builds the solver with opts.NewPlanner, and

@@ -79,6 +79,11 @@ func newFramework(ctx context.Context, profile *config.KubeSchedulerProfile, out
 		delete(registry, name)
 		profile = withoutPlugin(profile, name)
 	}
+	// A plugin the profile names but nobody registered is a start-up error that says how to
+	// register it, not the framework's bare "does not exist".
+	if err := CheckPlugins(profile, outOfTree); err != nil {
+		return nil, nil, err
+	}
 
 	draManager := opts.DRAManager
 	if draManager == nil && utilfeature.DefaultFeatureGate.Enabled(features.DynamicResourceAllocation) {

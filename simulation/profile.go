@@ -3,7 +3,6 @@ package simulation
 import (
 	"fmt"
 	"os"
-	"reflect"
 
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/latest"
@@ -73,15 +72,8 @@ func DefaultProfile() (*config.KubeSchedulerProfile, error) {
 // extension point (1.36 added PlacementGenerate and PlacementScore).
 func withoutPlugin(profile *config.KubeSchedulerProfile, name string) *config.KubeSchedulerProfile {
 	out := profile.DeepCopy()
-	if out.Plugins != nil {
-		sets := reflect.ValueOf(out.Plugins).Elem()
-		for i := 0; i < sets.NumField(); i++ {
-			set, ok := sets.Field(i).Addr().Interface().(*config.PluginSet)
-			if !ok {
-				continue
-			}
-			set.Enabled = dropPlugin(set.Enabled, name)
-		}
+	for _, set := range pluginSets(out.Plugins) {
+		set.Enabled = dropPlugin(set.Enabled, name)
 	}
 	kept := out.PluginConfig[:0]
 	for _, pc := range out.PluginConfig {

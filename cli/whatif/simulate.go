@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
@@ -37,6 +38,9 @@ type Options struct {
 	SchedulerName string
 	// SpotToSpot is the SpotToSpotConsolidation feature gate.
 	SpotToSpot bool
+	// OutOfTree are the scheduler plugins registered with the binary besides the in-tree
+	// ones (app.WithPlugin), as joinery-scheduler and joinery-controller register them.
+	OutOfTree frameworkruntime.Registry
 }
 
 func (o Options) schedulerName() string {
@@ -57,6 +61,10 @@ func (o Options) profile() (*config.KubeSchedulerProfile, plugin.ProvisionerArgs
 		}
 		profile.SchedulerName = name
 	} else if profile, err = simulation.LoadProfile(o.SchedulerConfigPath, name); err != nil {
+		return nil, plugin.ProvisionerArgs{}, err
+	}
+	// Refused before anything is simulated: a plugin left out would be a silent difference.
+	if err := simulation.CheckPlugins(profile, o.OutOfTree); err != nil {
 		return nil, plugin.ProvisionerArgs{}, err
 	}
 	var raw runtime.Object
@@ -127,13 +135,14 @@ func (c *Cluster) plan(ctx context.Context, opts Options, only func(*corev1.Pod)
 	if err != nil {
 		return nil, nil, err
 	}
-	handle, err := simulation.NewFramework(ctx, profile, nil, simulation.FrameworkOptions{Client: c.ClientSet, InformerFactory: factory, Snapshot: lister})
+	handle, err := simulation.NewFramework(ctx, profile, opts.OutOfTree, simulation.FrameworkOptions{Client: c.ClientSet, InformerFactory: factory, Snapshot: lister})
 	if err != nil {
 		return nil, nil, fmt.Errorf("building the scheduler framework: %w", err)
 	}
 	cfg := &planner.Config{
 		InstanceTypes:                 func(client.Client, cloudprovider.Overlay) (solver.InstanceTypeSource, error) { return c.Catalog, nil },
 		SchedulerConfigPath:           opts.SchedulerConfigPath,
+		OutOfTree:                     opts.OutOfTree,
 		UnavailableOfferingsNamespace: c.unavailableNamespace,
 		Now:                           func() time.Time { return c.Now },
 	}
@@ -266,7 +275,7 @@ func (c *Cluster) disruptionSetup(ctx context.Context, opts Options) (*disruptio
 	// The controller simulates with the scheduler's policies (its --preference-policy and
 	// --min-values-policy mirror the Provisioner's args).
 	sim, err := disruption.NewSimulation(ctx, disruption.SimulationOptions{
-		Profile: profile, InstanceTypes: c.Catalog, Client: c.ClientSet, InformerFactory: factory, Offerings: c,
+		Profile: profile, OutOfTree: opts.OutOfTree, InstanceTypes: c.Catalog, Client: c.ClientSet, InformerFactory: factory, Offerings: c,
 		PreferencePolicy: args.PreferencePolicy, MinValuesPolicy: args.MinValuesPolicy,
 	})
 	if err != nil {

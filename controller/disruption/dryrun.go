@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/joinery-dev/joinery/simulation"
 	"github.com/joinery-dev/joinery/simulation/solver"
@@ -16,8 +17,10 @@ import (
 
 // SimulationOptions build the solver-backed Simulator joinery-controller decides with.
 type SimulationOptions struct {
-	// Profile is the scheduler profile whose Filters decide fits (joinery-scheduler's).
-	Profile *config.KubeSchedulerProfile
+	// Profile is the scheduler profile whose Filters decide fits (joinery-scheduler's);
+	// OutOfTree the plugins registered with the binary besides the in-tree ones.
+	Profile   *config.KubeSchedulerProfile
+	OutOfTree frameworkruntime.Registry
 	// InstanceTypes is the cloud provider.
 	InstanceTypes solver.InstanceTypeSource
 	// Client and InformerFactory back the simulation's framework; start the factory (and
@@ -41,6 +44,7 @@ func NewSimulation(ctx context.Context, opts SimulationOptions) (*SolverSimulato
 		State:         view,
 		InstanceTypes: opts.InstanceTypes,
 		Profile:       opts.Profile,
+		OutOfTree:     opts.OutOfTree,
 		Framework:     simulation.FrameworkOptions{Client: opts.Client, InformerFactory: opts.InformerFactory},
 		Unavailable:   view.Unavailable,
 

@@ -15,7 +15,7 @@ import (
 
 // The tests' expectations (the fewest nodes that hold some pods, the cheapest type that holds
 // one) are computed from the instance types joinery-controller launches from: the kwok
-// provider's embedded catalog with default options, as cmd/joinery-controller builds it.
+// provider's embedded catalog with default options, as joinery-controller builds it.
 
 // instanceTypes returns the kwok provider's instance types by name.
 func instanceTypes(t *testing.T) map[string]*cloudprovider.InstanceType {

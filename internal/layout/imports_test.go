@@ -26,7 +26,8 @@ const (
 	roomPlugin        = "plugin"        // plugin/...
 	roomController    = "controller"    // controller/...
 	roomCLI           = "cli"           // cli/...: the joinery CLI's engine over snapshots (simulate, explain, cost)
-	roomCmd           = "cmd"           // cmd/...: the binaries' wiring
+	roomApp           = "app"           // app/...: the binaries' wiring, a library for mains that add scheduler plugins
+	roomCmd           = "cmd"           // cmd/...: the binaries' mains (thin: they call app)
 	roomTooling       = "tooling"       // internal/..., hack/..., e2e/..., test/...: shared infrastructure and suites
 )
 
@@ -81,6 +82,8 @@ func classify(rel string) (place, bool) {
 		return place{room: roomController}, true
 	case "cli":
 		return place{room: roomCLI}, true
+	case "app":
+		return place{room: roomApp}, true
 	case "cmd":
 		return place{room: roomCmd}, true
 	case "internal", "hack", "e2e", "test":
@@ -101,7 +104,7 @@ var oneWay = map[string][]string{
 	roomPlugin:        {roomAPIs, roomScheduling, roomCloudProvider, roomSimulation, roomPlugin},
 	roomController:    {roomAPIs, roomScheduling, roomCloudProvider, roomSimulation, roomController},
 	// The CLI runs both binaries' engines offline, so it alone may use plugin and controller
-	// together; it stays neutral (cmd/joinery hands it the provider).
+	// together; it stays neutral (app hands it the provider).
 	roomCLI: {roomAPIs, roomScheduling, roomCloudProvider, roomSimulation, roomPlugin, roomController, roomCLI},
 }
 
@@ -159,6 +162,9 @@ func check(fromRel, toRel string, inTest bool) string {
 	if to.room == roomCmd && from.room != roomCmd {
 		return "nothing imports cmd/: the binaries' wiring is theirs alone"
 	}
+	if to.room == roomApp && from.room != roomApp && from.room != roomCmd && from.room != roomTooling {
+		return "only mains import app/: it wires whole binaries (cmd/, and the suites' test binaries under e2e/)"
+	}
 	if from.neutral() && (to.room == roomProvider || to.room == roomProviderAPI) {
 		return fmt.Sprintf("neutral packages import no provider package: %s is in the %s room, %s belongs to provider %q", fromRel, from.room, toRel, to.provider)
 	}
@@ -183,6 +189,8 @@ func check(fromRel, toRel string, inTest bool) string {
 		case to.room == roomTooling && (!strings.HasPrefix(toRel, "internal/") || !inTest):
 			return "a provider's code imports no shared infrastructure (internal/, hack/, e2e/, test/); its tests may use internal/"
 		}
+	case roomApp:
+		// The binaries' wiring may use every room but cmd/.
 	case roomTooling:
 		// Shared infrastructure and the suites may use every room but cmd/.
 	}
@@ -317,6 +325,14 @@ func TestCheck(t *testing.T) {
 		{from: "cloudprovider/kwok/catalog", to: "apis/aws/v1"},
 		{from: "internal/localcluster", to: "cmd/joinery-controller", refused: true},
 		{from: "cmd/joinery-controller", to: "cloudprovider/aws"},
+		{from: "cmd/joinery-controller", to: "app"},
+		{from: "app/internal/controller", to: "cloudprovider/aws"},
+		{from: "app/internal/controller", to: "controller/disruption"},
+		{from: "app", to: "cmd/joinery", refused: true},
+		{from: "e2e/outoftree/cmd/joinery-scheduler", to: "app"},
+		{from: "controller/disruption", to: "app", refused: true},
+		{from: "cli/whatif", to: "app", refused: true},
+		{from: "cloudprovider/aws", to: "app", refused: true},
 		{from: "e2e/aws", to: "internal/awsemulator"},
 		{from: "controller/nodeclaim/drift", to: "cloudprovider/kwok", inTest: true},
 		{from: "controller/nodeclaim/drift", to: "cloudprovider/kwok", refused: true},

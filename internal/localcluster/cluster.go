@@ -51,6 +51,11 @@ type Options struct {
 	// joinery-controller then run in ControllerNamespace as the ServiceAccounts, and with the
 	// roles, the chart renders for CloudProvider. Empty: they run as the admin, in kube-system.
 	ChartDir string
+	// SchedulerPlugins are out-of-tree scheduler plugins every profile of joinery-scheduler's
+	// configuration enables, with their args; JoineryBinDir's binaries must register them
+	// (app.WithPlugin). joinery-controller then simulates with the same configuration
+	// (--scheduler-config).
+	SchedulerPlugins []SchedulerPlugin
 	// CloudProvider is joinery's cloud provider: CloudProviderKwok (the default) or
 	// CloudProviderAWS, which needs AWSEmulator among the Components (see AWSComponents) and
 	// points joinery-controller and joinery-scheduler at it.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 )
 
@@ -31,6 +32,11 @@ func (c *Cluster) joineryController() component {
 				"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probe),
 				"--leader-elect=true",
 				"--leader-election-namespace=" + c.ControllerNamespace(),
+			}
+			// With out-of-tree plugins, disruption simulates with the scheduler's own profile,
+			// as the chart's --scheduler-config has it do; the scheduler's profile is `joinery`.
+			if len(c.opts.SchedulerPlugins) > 0 && slices.Contains(c.opts.Components, JoineryScheduler) {
+				args = append(args, "--scheduler-config="+c.schedulerConfigPath(), "--scheduler-name="+JoinerySchedulerName)
 			}
 			return append(args, c.cloudProviderArgs(true)...), nil
 		},

@@ -3,6 +3,7 @@ package localcluster
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -26,6 +27,14 @@ profiles:
 {{- range .Profiles }}
 - schedulerName: {{ . }}
   plugins:
+{{- if $.Plugins }}
+    # Out-of-tree plugins (Options.SchedulerPlugins), at every extension point they implement.
+    multiPoint:
+      enabled:
+{{- range $.Plugins }}
+      - name: {{ .Name }}
+{{- end }}
+{{- end }}
     # joinery's Provisioner runs before DefaultPreemption: preemption may end the PostFilter
     # chain with UnschedulableAndUnresolvable, and the Provisioner, which always returns
     # Unschedulable, must see every pod first. Disabling DefaultPreemption here and enabling
@@ -50,25 +59,55 @@ profiles:
     reserve:
       enabled:
       - name: JoineryProvisioner
+{{- if $.Plugins }}
+  pluginConfig:
+{{- range $.Plugins }}
+  - name: {{ .Name }}
+    args: {{ .Args }}
+{{- end }}
+{{- end }}
 {{- end }}
 `))
 
+// SchedulerPlugin is an out-of-tree scheduler plugin of the local cluster's profiles.
+type SchedulerPlugin struct {
+	Name string
+	// Args are its pluginConfig args; nil configures none.
+	Args map[string]any
+}
+
 // SchedulerConfig renders the KubeSchedulerConfiguration joinery-scheduler runs with:
-// profile `joinery`, plus `default-scheduler` unless secondary.
-func SchedulerConfig(kubeconfig string, secondary bool) ([]byte, error) {
+// profile `joinery`, plus `default-scheduler` unless secondary, each with plugins enabled
+// and configured.
+func SchedulerConfig(kubeconfig string, secondary bool, plugins ...SchedulerPlugin) ([]byte, error) {
 	profiles := []string{JoinerySchedulerName}
 	if !secondary {
 		profiles = append(profiles, "default-scheduler")
+	}
+	type rendered struct{ Name, Args string }
+	var rendering []rendered
+	for _, p := range plugins {
+		args, err := json.Marshal(p.Args) // JSON is YAML: one line, no indentation to get right
+		if err != nil {
+			return nil, fmt.Errorf("scheduler plugin %s's args: %w", p.Name, err)
+		}
+		rendering = append(rendering, rendered{Name: p.Name, Args: string(args)})
 	}
 	var out bytes.Buffer
 	err := schedulerConfig.Execute(&out, struct {
 		Kubeconfig string
 		Profiles   []string
-	}{kubeconfig, profiles})
+		Plugins    []rendered
+	}{kubeconfig, profiles, rendering})
 	if err != nil {
 		return nil, fmt.Errorf("render scheduler config: %w", err)
 	}
 	return out.Bytes(), nil
+}
+
+// schedulerConfigPath is where the cluster writes joinery-scheduler's configuration.
+func (c *Cluster) schedulerConfigPath() string {
+	return filepath.Join(c.opts.Dir, string(JoineryScheduler), "config.yaml")
 }
 
 // joineryScheduler runs bin/joinery-scheduler from a config file the cluster writes, serving
@@ -79,11 +118,11 @@ func (c *Cluster) joineryScheduler() (component, error) {
 		return component{}, fmt.Errorf("create scheduler dir: %w", err)
 	}
 	kubeconfig := c.kubeconfigOf(JoineryScheduler)
-	config, err := SchedulerConfig(kubeconfig, c.opts.SecondaryScheduler)
+	config, err := SchedulerConfig(kubeconfig, c.opts.SecondaryScheduler, c.opts.SchedulerPlugins...)
 	if err != nil {
 		return component{}, err
 	}
-	configPath := filepath.Join(c.schedulerDir, "config.yaml")
+	configPath := c.schedulerConfigPath()
 	if err := os.WriteFile(configPath, config, 0o644); err != nil {
 		return component{}, fmt.Errorf("write scheduler config: %w", err)
 	}

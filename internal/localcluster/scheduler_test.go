@@ -8,6 +8,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 )
 
 // TestSchedulerConfig decodes the rendered file with kube-scheduler's own scheme and
@@ -45,6 +46,40 @@ func TestSchedulerConfig(t *testing.T) {
 		}
 		if cfg.LeaderElection.LeaderElect || cfg.ClientConnection.Kubeconfig != "/tmp/kubeconfig" {
 			t.Errorf("leader election %v, kubeconfig %q", cfg.LeaderElection.LeaderElect, cfg.ClientConnection.Kubeconfig)
+		}
+	}
+}
+
+// TestSchedulerConfigPlugins: Options.SchedulerPlugins are enabled at every extension point
+// (multiPoint) of every profile and configured with their args, as an out-of-tree plugin's
+// factory decodes them.
+func TestSchedulerConfigPlugins(t *testing.T) {
+	data, err := SchedulerConfig("/tmp/kubeconfig", false, SchedulerPlugin{Name: "MaxPerLabel", Args: map[string]any{"labelKey": "app", "maxPerNode": 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, _, err := scheme.Codecs.UniversalDecoder().Decode(data, nil, nil)
+	if err != nil {
+		t.Fatalf("decode:\n%s\n%v", data, err)
+	}
+	cfg := obj.(*config.KubeSchedulerConfiguration)
+	if err := validation.ValidateKubeSchedulerConfiguration(cfg); err != nil {
+		t.Fatalf("invalid: %v", err)
+	}
+	for _, p := range cfg.Profiles {
+		if !slices.ContainsFunc(p.Plugins.MultiPoint.Enabled, func(pl config.Plugin) bool { return pl.Name == "MaxPerLabel" }) {
+			t.Errorf("profile %s: MaxPerLabel not enabled in multiPoint: %v", p.SchedulerName, p.Plugins.MultiPoint.Enabled)
+		}
+		i := slices.IndexFunc(p.PluginConfig, func(pc config.PluginConfig) bool { return pc.Name == "MaxPerLabel" })
+		if i < 0 {
+			t.Fatalf("profile %s: no args for MaxPerLabel", p.SchedulerName)
+		}
+		var args struct {
+			LabelKey   string `json:"labelKey"`
+			MaxPerNode int    `json:"maxPerNode"`
+		}
+		if err := frameworkruntime.DecodeInto(p.PluginConfig[i].Args, &args); err != nil || args.LabelKey != "app" || args.MaxPerNode != 2 {
+			t.Errorf("profile %s: args %+v (%v), want labelKey app, maxPerNode 2", p.SchedulerName, args, err)
 		}
 	}
 }

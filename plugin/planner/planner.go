@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/informers"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/joinery-dev/joinery/cloudprovider"
@@ -42,6 +43,9 @@ type Config struct {
 	// --config): the solver builds its simulation framework from the same profile, so its
 	// Filters are the scheduler's. Empty means kube-scheduler's default profile.
 	SchedulerConfigPath string
+	// OutOfTree are the plugins compiled into the scheduler besides the in-tree ones and the
+	// Provisioner (app.WithPlugin): the solver's framework needs them to run the profile.
+	OutOfTree frameworkruntime.Registry
 	// UnavailableOfferingsNamespace holds the unavailable-offerings ConfigMap;
 	// DefaultUnavailableOfferingsNamespace when empty.
 	UnavailableOfferingsNamespace string
@@ -83,6 +87,7 @@ func (c *Config) New(ctx context.Context, opts plugin.PlannerOptions) (simulatio
 		State:         NewInformerState(cmpReader(opts.Cache, opts.Client), factory),
 		InstanceTypes: instanceTypes,
 		Profile:       profile,
+		OutOfTree:     c.OutOfTree,
 		Framework: simulation.FrameworkOptions{
 			Client:          opts.Handle.ClientSet(),
 			InformerFactory: factory,

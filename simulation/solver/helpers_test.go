@@ -216,7 +216,7 @@ func planAndVerify(t *testing.T, state *StaticState, objects []runtime.Object, b
 	profile, _ := simulation.DefaultProfile()
 	client := fake.NewClientset(objects...)
 	verifyOpts := simulation.FrameworkOptions{Client: client, InformerFactory: informers.NewSharedInformerFactory(client, 0)}
-	if err := VerifyPlan(t.Context(), plan, state, its, profile, batch, verifyOpts); err != nil {
+	if err := VerifyPlan(t.Context(), plan, state, its, profile, nil, batch, verifyOpts); err != nil {
 		t.Fatalf("fidelity check: %v", err)
 	}
 	return plan

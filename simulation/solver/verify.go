@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
@@ -20,11 +21,11 @@ import (
 // VerifyPlan is the fidelity check: for each NodeClaim of plan (new, and in flight with the
 // pods planned onto it), a Node is built from its cheapest instance type with concrete labels
 // and allocatable and added, with its daemons, to a fresh snapshot of the cluster in state;
-// then every planned pod, in the solver's order, must pass the real Filters of profile there
-// and is scheduled (Reserve included). No pod may be planned twice. batch supplies the pods of
+// then every planned pod, in the solver's order, must pass the real Filters of profile (with
+// outOfTree's plugins, those the binary registers) there and is scheduled (Reserve included). No pod may be planned twice. batch supplies the pods of
 // plan.InFlight. opts may leave Client and InformerFactory unset: an empty fake clientset
 // backs the plugins then.
-func VerifyPlan(ctx context.Context, plan *simulation.Plan, state ClusterState, its cloudprovider.InstanceTypes, profile *config.KubeSchedulerProfile, batch []*corev1.Pod, opts simulation.FrameworkOptions) error {
+func VerifyPlan(ctx context.Context, plan *simulation.Plan, state ClusterState, its cloudprovider.InstanceTypes, profile *config.KubeSchedulerProfile, outOfTree frameworkruntime.Registry, batch []*corev1.Pod, opts simulation.FrameworkOptions) error {
 	nodes, err := state.Nodes(ctx)
 	if err != nil {
 		return err
@@ -51,7 +52,7 @@ func VerifyPlan(ctx context.Context, plan *simulation.Plan, state ClusterState, 
 		client := fake.NewClientset()
 		opts.Client, opts.InformerFactory = client, informers.NewSharedInformerFactory(client, 0)
 	}
-	engine, err := simulation.NewEngine(ctx, snapshot, profile, nil, opts)
+	engine, err := simulation.NewEngine(ctx, snapshot, profile, outOfTree, opts)
 	if err != nil {
 		return err
 	}

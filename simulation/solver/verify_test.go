@@ -44,7 +44,7 @@ func TestVerifyPlanRejects(t *testing.T) {
 			want: "planned twice",
 		},
 	}
-	if err := VerifyPlan(t.Context(), plan, state, kwokTypes(t), profile, batch, simulation.FrameworkOptions{}); err != nil {
+	if err := VerifyPlan(t.Context(), plan, state, kwokTypes(t), profile, nil, batch, simulation.FrameworkOptions{}); err != nil {
 		t.Fatalf("unchanged plan: %v", err)
 	}
 	for name, tc := range cases {
@@ -54,7 +54,7 @@ func TestVerifyPlanRejects(t *testing.T) {
 				broken.NewNodeClaims = append(broken.NewNodeClaims, &simulation.PlannedNodeClaim{NodeClaim: c.NodeClaim.DeepCopy(), Pods: c.Pods})
 			}
 			tc.mutate(broken)
-			err := VerifyPlan(t.Context(), broken, state, kwokTypes(t), profile, batch, simulation.FrameworkOptions{})
+			err := VerifyPlan(t.Context(), broken, state, kwokTypes(t), profile, nil, batch, simulation.FrameworkOptions{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("VerifyPlan = %v, want an error mentioning %q", err, tc.want)
 			}
@@ -80,7 +80,7 @@ func TestBenchmarkPlanVerifies(t *testing.T) {
 		t.Errorf("nodeclaims %d, want 100", len(plan.NewNodeClaims))
 	}
 	profile, _ := simulation.DefaultProfile()
-	if err := VerifyPlan(t.Context(), plan, state, its, profile, batch, simulation.FrameworkOptions{}); err != nil {
+	if err := VerifyPlan(t.Context(), plan, state, its, profile, nil, batch, simulation.FrameworkOptions{}); err != nil {
 		t.Fatalf("fidelity check: %v", err)
 	}
 }

@@ -513,7 +513,7 @@ func (e *env) fidelity(ctx context.Context) error {
 	factory := informers.NewSharedInformerFactory(e.kube, 0)
 	defer factory.Shutdown()
 	opts := simulation.FrameworkOptions{Client: e.kube, InformerFactory: factory}
-	errs = append(errs, solver.VerifyPlan(ctx, plan, state, e.its, e.profile, nil, opts))
+	errs = append(errs, solver.VerifyPlan(ctx, plan, state, e.its, e.profile, nil, nil, opts))
 	return errors.Join(errs...)
 }
 

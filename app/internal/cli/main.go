@@ -1,10 +1,10 @@
-// Command joinery is joinery's command-line tool (also a kubectl plugin when installed as
+// Package cli is joinery's command-line tool (also a kubectl plugin when installed as
 // kubectl-joinery): snapshot a cluster, simulate changes offline with the engine the
 // binaries run, explain why a pod is pending or a node is not disrupted, and show what each
 // NodePool costs.
 //
 // Exit codes: 0 success (simulate: no change), 1 simulate: the cluster would change, 2 error.
-package main
+package cli
 
 import (
 	"errors"
@@ -15,7 +15,9 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/joinery-dev/joinery/internal/version"
 )
@@ -30,16 +32,13 @@ const (
 // errChanged ends simulate with exitChanged after its output is written.
 var errChanged = errors.New("the cluster would change")
 
-func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-}
-
-// run executes the command line and returns the exit code.
-func run(args []string, stdout, stderr io.Writer) int {
+// Run executes the command line args (without the program name) and returns the exit code;
+// the engine runs outOfTree's scheduler plugins beside the in-tree ones.
+func Run(args []string, stdout, stderr io.Writer, outOfTree frameworkruntime.Registry) int {
 	// The engine's packages log through klog; a CLI prints its answer, not their progress.
 	klog.SetOutput(io.Discard)
 	klog.LogToStderr(false)
-	cmd := newRootCommand()
+	cmd := newRootCommand(outOfTree)
 	cmd.SetArgs(args)
 	cmd.SetOut(stdout)
 	cmd.SetErr(stderr)
@@ -55,7 +54,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 }
 
-func newRootCommand() *cobra.Command {
+func newRootCommand(outOfTree frameworkruntime.Registry) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "joinery",
 		Short:         "Snapshot a cluster, try changes offline, explain joinery's decisions and costs",
@@ -67,8 +66,14 @@ func newRootCommand() *cobra.Command {
 		// Installed as a kubectl plugin: help says `kubectl joinery ...`.
 		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl joinery"}
 	}
+	// cobra's own --version (-v), declared before cobra merges pflag's global flags, among which
+	// kube-scheduler's verflag registers a --version of another type (app links both).
+	root.Flags().BoolP("version", "v", false, "version for "+root.Name())
+	if global := pflag.CommandLine.Lookup("version"); global != nil {
+		global.Hidden = true // the subcommands' help lists no flag the CLI does not act on
+	}
 	cluster := &clusterFlags{}
 	cluster.bind(root)
-	root.AddCommand(newSnapshotCommand(cluster), newSimulateCommand(), newExplainCommand(cluster), newCostCommand(cluster))
+	root.AddCommand(newSnapshotCommand(cluster), newSimulateCommand(outOfTree), newExplainCommand(cluster, outOfTree), newCostCommand(cluster, outOfTree))
 	return root
 }

@@ -1,4 +1,4 @@
-package main
+package controller
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -36,6 +37,8 @@ type disruptionOptions struct {
 	preferencePolicy             solver.PreferencePolicy
 	minValuesPolicy              solver.MinValuesPolicy
 	ignoreDRARequests            bool
+	// outOfTree are the scheduler plugins registered with the binary (app.WithPlugin).
+	outOfTree frameworkruntime.Registry
 }
 
 // disruptionSimulation is the solver-backed simulation every disruption path shares: the
@@ -77,6 +80,7 @@ func (s *disruptionSimulation) build(cp cloudprovider.CloudProvider) error {
 		State:         view,
 		InstanceTypes: cp,
 		Profile:       profile,
+		OutOfTree:     s.opts.outOfTree,
 		Framework:     simulation.FrameworkOptions{Client: clientset, InformerFactory: factory},
 		Unavailable:   view.Unavailable,
 		// The same policies joinery-scheduler's Provisioner plans with.
@@ -149,11 +153,20 @@ func setupDisruption(mgr ctrl.Manager, cp cloudprovider.CloudProvider, sim *disr
 	return nil
 }
 
+// schedulerProfile is the profile disruption simulates with. A plugin it enables or configures
+// that is neither in-tree nor registered is an *simulation.UnknownPluginsError.
 func schedulerProfile(opts disruptionOptions) (*config.KubeSchedulerProfile, error) {
 	if opts.schedulerConfig == "" {
 		return simulation.DefaultProfile()
 	}
-	return simulation.LoadProfile(opts.schedulerConfig, opts.schedulerName)
+	profile, err := simulation.LoadProfile(opts.schedulerConfig, opts.schedulerName)
+	if err != nil {
+		return nil, err
+	}
+	if err := simulation.CheckPlugins(profile, opts.outOfTree); err != nil {
+		return nil, fmt.Errorf("--scheduler-config %s: %w", opts.schedulerConfig, err)
+	}
+	return profile, nil
 }
 
 // syncedRunnable starts the loop once the simulation's informers have synced.

@@ -1,7 +1,7 @@
-// Command joinery-controller runs joinery's controllers (NodeClaim lifecycle, termination,
-// disruption, node classes, buffers) in one controller-runtime manager with leader election,
-// health probes and a Prometheus metrics endpoint.
-package main
+// Package controller is joinery-controller: joinery's controllers (NodeClaim lifecycle,
+// termination, disruption, node classes, buffers) in one controller-runtime manager with
+// leader election, health probes and a Prometheus metrics endpoint.
+package controller
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -65,8 +66,13 @@ type options struct {
 	disruption              disruptionOptions
 }
 
-func main() {
+// Main runs joinery-controller with the command line args (without the program name), its
+// disruption simulation running outOfTree's scheduler plugins beside the in-tree ones. It
+// returns only when --version printed the version; otherwise it ends the process, with status
+// 2 on an invalid setting or flag and 1 when the controller stops.
+func Main(args []string, outOfTree frameworkruntime.Registry) {
 	var opts options
+	opts.disruption.outOfTree = outOfTree
 	// Karpenter's settings from the environment are the flags' defaults (a flag given on the
 	// command line wins); an invalid one stops the controller here, named.
 	env, err := settings.FromEnv(os.LookupEnv)
@@ -122,7 +128,7 @@ func main() {
 	opts.aws.BindFlags(flag.CommandLine)
 	zapOpts := zap.Options{Development: false} // JSON logs unless --zap-devel
 	zapOpts.BindFlags(flag.CommandLine)
-	flag.Parse()
+	_ = flag.CommandLine.Parse(args) // flag.ExitOnError: a bad flag exits with status 2
 
 	if opts.printVersion {
 		fmt.Println(version.String("joinery-controller"))
@@ -145,6 +151,10 @@ func main() {
 
 func run(opts options) error {
 	log := ctrl.Log.WithName("setup")
+	// A scheduler profile the simulation cannot run stops the controller before it acts.
+	if _, err := schedulerProfile(opts.disruption); err != nil {
+		return err
+	}
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return fmt.Errorf("registering Kubernetes types: %w", err)

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -53,7 +53,7 @@ func TestCommands(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			code := run(tt.args, &stdout, &stderr)
+			code := Run(tt.args, &stdout, &stderr, nil)
 			got := fmt.Sprintf("$ joinery %s\n%s--- stderr\n%s--- exit %d\n",
 				strings.NewReplacer(snap, "cluster.json", pools, "cluster-pools.json").Replace(strings.Join(tt.args, " ")), stdout.String(), stderr.String(), code)
 			path := filepath.Join("testdata", "golden", tt.name+".golden")
@@ -116,4 +116,32 @@ func morePools(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// TestUnknownPlugin: a --scheduler-config that enables a plugin this binary does not register
+// is an error (exit 2) naming the plugin and how to register it, before anything is simulated.
+func TestUnknownPlugin(t *testing.T) {
+	config := filepath.Join(t.TempDir(), "config.yaml")
+	data := `apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: joinery
+  plugins:
+    filter:
+      enabled:
+      - name: MaxPerLabel
+`
+	if err := os.WriteFile(config, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := Run([]string{"simulate", "--snapshot", fixtures.Path(), "--scheduler-config", config}, &stdout, &stderr, nil)
+	if code != exitError {
+		t.Errorf("exit %d, want %d", code, exitError)
+	}
+	for _, want := range []string{`"MaxPerLabel"`, "app.WithPlugin"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr %q does not name %s", stderr.String(), want)
+		}
+	}
 }

@@ -1,8 +1,8 @@
-// Command joinery-scheduler is kube-scheduler with joinery's Provisioner plugin compiled in
-// (the out-of-tree plugin convention of sigs.k8s.io/scheduler-plugins). Its flags, config file
-// and behaviour are kube-scheduler's, plus --cloud-provider and the AWS provider's flags;
-// --version prints joinery's version and the Kubernetes one.
-package main
+// Package scheduler is joinery-scheduler: kube-scheduler with joinery's Provisioner plugin
+// compiled in (the out-of-tree plugin convention of sigs.k8s.io/scheduler-plugins). Its flags,
+// config file and behaviour are kube-scheduler's, plus --cloud-provider and the AWS provider's
+// flags; --version prints joinery's version and the Kubernetes one.
+package scheduler
 
 import (
 	"context"
@@ -12,13 +12,13 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
-	"k8s.io/component-base/cli"
 	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
 	"k8s.io/component-base/metrics/legacyregistry"
 	_ "k8s.io/component-base/metrics/prometheus/clientgo"
 	_ "k8s.io/component-base/metrics/prometheus/version"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/joinery-dev/joinery/internal/eventlimit"
 	"github.com/joinery-dev/joinery/internal/featuregates"
@@ -28,13 +28,19 @@ import (
 	"github.com/joinery-dev/joinery/plugin/planner"
 )
 
-func main() {
+// NewCommand is joinery-scheduler's command, with outOfTree's plugins registered beside the
+// Provisioner in kube-scheduler and in the Provisioner's planner, so the plans are made with
+// the Filters the scheduler runs. Invalid settings in the environment (the flags' defaults
+// depend on them) are printed and end the process with status 2, as joinery-scheduler always
+// has.
+func NewCommand(outOfTree frameworkruntime.Registry) *cobra.Command {
 	// karpenter_build_info beside kube-scheduler's kubernetes_build_info.
 	legacyregistry.RawMustRegister(version.BuildInfo)
 	// The binary hands the plugin its solver, with the instance types of the cloud provider
 	// --cloud-provider names (chosen once flags are parsed).
 	planners := &planner.Config{
 		UnavailableOfferingsNamespace: os.Getenv("JOINERY_CONTROLLER_NAMESPACE"),
+		OutOfTree:                     outOfTree,
 	}
 	// Only the elected leader provisions: the plugin waits on the gate, which the command opens
 	// when this process takes the scheduler's lease (or at once without leader election).
@@ -62,7 +68,11 @@ func main() {
 		MinValuesPolicy:   env.MinValuesPolicy,
 		IgnoreDRARequests: env.IgnoreDRARequests,
 	}, WrapRecorder: eventlimit.Wrap})
-	command := newSchedulerCommand(gate, app.WithPlugin(plugin.Name, provisioner))
+	registryOptions := []app.Option{app.WithPlugin(plugin.Name, provisioner)}
+	for name, factory := range outOfTree {
+		registryOptions = append(registryOptions, app.WithPlugin(name, factory))
+	}
+	command := newSchedulerCommand(gate, registryOptions...)
 	providers := &providerFlags{disableReservedCapacity: !gates.Enabled(featuregates.ReservedCapacity)}
 	readiness := &readinessServer{}
 	if env.HealthProbePort != nil {
@@ -74,7 +84,7 @@ func main() {
 	command.Flags().AddGoFlagSet(joineryFlags)
 	addHelpSection(command, joineryFlags)
 	wrapRun(command, planners, providers, readiness, synced, env)
-	os.Exit(cli.Run(command))
+	return command
 }
 
 // wrapRun makes --version report joinery's version (kube-scheduler's own flag prints only the

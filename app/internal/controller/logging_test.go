@@ -1,4 +1,4 @@
-package main
+package controller
 
 import (
 	"bytes"
@@ -144,7 +144,7 @@ func TestConflictSinkReportsTheCaller(t *testing.T) {
 		if i < 0 {
 			t.Fatalf("no line %q:\n%s", msg, buf.String())
 		}
-		if !strings.Contains(lines[i], "joinery-controller/logging_test.go:") {
+		if !strings.Contains(lines[i], "controller/logging_test.go:") {
 			t.Errorf("line %q does not name this test as its caller", lines[i])
 		}
 	}

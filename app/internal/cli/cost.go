@@ -1,9 +1,10 @@
-package main
+package cli
 
 import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/joinery-dev/joinery/cli/whatif"
 )
@@ -19,7 +20,7 @@ type costReport struct {
 	Savings       float64            `json:"savings"`
 }
 
-func newCostCommand(cluster *clusterFlags) *cobra.Command {
+func newCostCommand(cluster *clusterFlags, outOfTree frameworkruntime.Registry) *cobra.Command {
 	var (
 		path   string
 		format string
@@ -62,7 +63,7 @@ func newCostCommand(cluster *clusterFlags) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&path, "snapshot", "", "read a snapshot file instead of the live cluster")
 	outputFlag(cmd, &format)
-	engine.bind(cmd)
+	engine.bind(cmd, outOfTree)
 	return cmd
 }
 

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"errors"
@@ -7,20 +7,24 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/joinery-dev/joinery/cli/snapshot"
 	"github.com/joinery-dev/joinery/cli/whatif"
 	"github.com/joinery-dev/joinery/internal/featuregates"
 )
 
-// engineFlags are the scheduler configuration and controller gates the engine runs with.
+// engineFlags are the scheduler configuration and controller gates the engine runs with, and
+// the scheduler plugins registered with the binary.
 type engineFlags struct {
 	schedulerConfig string
 	schedulerName   string
 	featureGates    string
+	outOfTree       frameworkruntime.Registry
 }
 
-func (f *engineFlags) bind(cmd *cobra.Command) {
+func (f *engineFlags) bind(cmd *cobra.Command, outOfTree frameworkruntime.Registry) {
+	f.outOfTree = outOfTree
 	fs := cmd.Flags()
 	fs.StringVar(&f.schedulerConfig, "scheduler-config", "", "joinery-scheduler's KubeSchedulerConfiguration (its --config); default: kube-scheduler's default profile")
 	fs.StringVar(&f.schedulerName, "scheduler-name", whatif.DefaultSchedulerName, "the scheduler profile (pods' schedulerName) joinery provisions for")
@@ -36,10 +40,11 @@ func (f *engineFlags) options() (whatif.Options, error) {
 		SchedulerConfigPath: f.schedulerConfig,
 		SchedulerName:       f.schedulerName,
 		SpotToSpot:          gates.Enabled(featuregates.SpotToSpotConsolidation),
+		OutOfTree:           f.outOfTree,
 	}, nil
 }
 
-func newSimulateCommand() *cobra.Command {
+func newSimulateCommand(outOfTree frameworkruntime.Registry) *cobra.Command {
 	var (
 		path    string
 		changes []string
@@ -98,7 +103,7 @@ No cluster is needed. Exit code 0: no change, 1: the cluster would change, 2: er
 	cmd.Flags().StringVar(&path, "snapshot", "", "snapshot file written by joinery snapshot")
 	cmd.Flags().StringArrayVarP(&changes, "filename", "f", nil, "YAML or JSON file of objects to add or replace (repeatable)")
 	outputFlag(cmd, &format)
-	engine.bind(cmd)
+	engine.bind(cmd, outOfTree)
 	return cmd
 }
 

@@ -1,15 +1,16 @@
-package main
+package cli
 
 import (
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/joinery-dev/joinery/cli/whatif"
 )
 
-func newExplainCommand(cluster *clusterFlags) *cobra.Command {
+func newExplainCommand(cluster *clusterFlags, outOfTree frameworkruntime.Registry) *cobra.Command {
 	var (
 		path   string
 		format string
@@ -69,7 +70,7 @@ Reads the live cluster, or a snapshot with --snapshot.`,
 	}
 	cmd.Flags().StringVar(&path, "snapshot", "", "read a snapshot file instead of the live cluster")
 	outputFlag(cmd, &format)
-	engine.bind(cmd)
+	engine.bind(cmd, outOfTree)
 	return cmd
 }
 
