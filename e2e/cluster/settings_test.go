@@ -21,11 +21,11 @@ import (
 	"github.com/joinery-dev/joinery/internal/localcluster"
 )
 
-// standbyController runs a second joinery-controller with env added to its environment: a
+// standbyController runs a second joinery-controller with extraEnv added to its environment: a
 // standby, since the cluster's controller holds the lease, which still logs and serves its
 // metrics endpoint (plain HTTP on loopback). It returns the metrics URL and the file its
 // stdout and stderr go to.
-func standbyController(t *testing.T, name string, env ...string) (metricsURL, outputPath string) {
+func standbyController(t *testing.T, name string, extraEnv ...string) (metricsURL, outputPath string) {
 	t.Helper()
 	root, err := localcluster.RepoRoot()
 	if err != nil {
@@ -45,7 +45,7 @@ func standbyController(t *testing.T, name string, env ...string) (metricsURL, ou
 		"--leader-election-namespace="+env.Cluster.ControllerNamespace(),
 		"--cloud-provider=kwok",
 	)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(os.Environ(), extraEnv...)
 	cmd.Stdout, cmd.Stderr = output, output
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
