@@ -83,7 +83,7 @@ func TestControllerProfiling(t *testing.T) {
 		wantCode int
 		wantBody string
 	}{
-		{name: "enabled", env: []string{"ENABLE_PROFILING=true"}, wantCode: http.StatusOK, wantBody: "goroutine"},
+		{name: "enabled", env: []string{"ENABLE_PROFILING=true"}, wantCode: http.StatusOK, wantBody: "profile"},
 		{name: "unset", wantCode: http.StatusNotFound},
 		{name: "disabled", env: []string{"ENABLE_PROFILING=false"}, wantCode: http.StatusNotFound},
 	}
