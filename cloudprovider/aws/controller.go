@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/discovery"
@@ -87,7 +88,8 @@ func New(ctx context.Context, mgr ctrl.Manager, opts Options) (*awsprovider.Prov
 		return nil, err
 	}
 	log.Info("AWS provider", "cluster", cluster.Name, "endpoint", cluster.Endpoint, "clusterDNS", cluster.DNSIP,
-		"region", cfg.Region, "awsEndpointURL", settings.EndpointURL, "isolatedVPC", settings.IsolatedVPC)
+		"region", cfg.Region, "awsEndpointURL", settings.EndpointURL, "isolatedVPC", settings.IsolatedVPC,
+		"amiRefreshInterval", settings.AMIRefreshInterval, "subnetRefreshInterval", settings.SubnetRefreshInterval, "disableDryRun", settings.DisableDryRun)
 
 	instanceTypes := settings.NewInstanceTypes(cfg, log)
 	if err := mgr.Add(background{run: instanceTypes.Run}); err != nil {
@@ -112,7 +114,12 @@ func New(ctx context.Context, mgr ctrl.Manager, opts Options) (*awsprovider.Prov
 		Logger:      log.WithName("provider"),
 		Overlay:     opts.Overlay,
 	})
+	dryRun := awsnodeclass.NewDryRun(ec2.NewFromConfig(cfg), cluster.Name)
 	if err := nodeclasscontroller.New(mgr.GetClient(), resolver, opts.Recorder, nil, nodeclasscontroller.Options{
+		AMIRefreshInterval:    settings.AMIRefreshInterval,
+		SubnetRefreshInterval: settings.SubnetRefreshInterval,
+		DryRun:                dryRun.Check,
+		DisableDryRun:         settings.DisableDryRun,
 		// A deleted class takes its launch templates with it.
 		OnDelete: func(ctx context.Context, nc *awsv1.EC2NodeClass) error {
 			return provider.DeleteLaunchTemplates(ctx, nc.Name)

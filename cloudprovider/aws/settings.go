@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
@@ -45,6 +46,14 @@ type Settings struct {
 	// DisableReservedCapacity is not a flag: the binary sets it from the ReservedCapacity
 	// feature gate (off: no capacity reservation is launched into or priced).
 	DisableReservedCapacity bool
+	// AMIRefreshInterval is how often an EC2NodeClass's AMIs are resolved again;
+	// SubnetRefreshInterval its subnets and security groups. joinery-controller binds them
+	// (AMI_REFRESH_INTERVAL, SUBNET_REFRESH_INTERVAL); zero is the controller's default.
+	AMIRefreshInterval    time.Duration
+	SubnetRefreshInterval time.Duration
+	// DisableDryRun skips the EC2 dry-run authorization checks of the EC2NodeClass
+	// validation; ValidationSucceeded says they were skipped.
+	DisableDryRun bool
 
 	// envErrs are environment variables that could not be parsed as their flag's type.
 	envErrs []error

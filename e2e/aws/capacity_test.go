@@ -102,6 +102,9 @@ func allows(nc unstructured.Unstructured, key, value string) bool {
 // on exactly one instance.
 func TestThrottledCreateFleetConverges(t *testing.T) {
 	aws := emulator(t)
+	// The class first, so that its validation's dry-run of CreateFleet is not the call throttled.
+	pool := framework.UniqueName("throttle")
+	createNodeClass(t, pool)
 	before, err := aws.Calls(t.Context(), awsemulator.ServiceEC2, "CreateFleet")
 	if err != nil {
 		t.Fatal(err)
@@ -117,8 +120,6 @@ func TestThrottledCreateFleetConverges(t *testing.T) {
 			t.Errorf("clearing faults: %v", err)
 		}
 	})
-	pool := framework.UniqueName("throttle")
-	createNodeClass(t, pool)
 	createNodePool(t, pool, pool, `{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}`)
 	ns := env.Namespace(t)
 	createPods(t, ns, pool, 1, "1")

@@ -154,6 +154,7 @@ func (s *Server) registerLaunch() {
 	s.handleQuery(ServiceEC2, "DescribeInstances", s.describeInstances)
 	s.handleQuery(ServiceEC2, "TerminateInstances", s.terminateInstances)
 	s.handleQuery(ServiceEC2, "CreateTags", s.createTags)
+	s.handleQuery(ServiceEC2, "RunInstances", s.runInstances)
 }
 
 // newID is a unique EC2-style id of kind prefix (i, lt, fleet, r).

@@ -187,6 +187,9 @@ func (s *Server) serveQuery(w http.ResponseWriter, r *http.Request, service stri
 		if !ok {
 			return nil, &APIError{Code: "InvalidAction", Message: fmt.Sprintf("the action %s is not valid for this web service (awsemulator does not emulate it)", action), Status: http.StatusBadRequest}
 		}
+		if err := dryRun(service, q); err != nil {
+			return nil, err
+		}
 		return fn(ctx, q)
 	})
 	if err != nil {

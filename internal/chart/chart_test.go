@@ -231,10 +231,21 @@ func TestRenderNonDefaultValues(t *testing.T) {
 	}
 	for name, want := range map[string]string{
 		"CLUSTER_NAME": "prod", "AWS_REGION": "eu-west-1", "INTERRUPTION_QUEUE": "prod-interruptions", "LOG_LEVEL": "debug",
-		"FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=false,NodeRepair=true,ReservedCapacity=true,SpotToSpotConsolidation=true,StaticCapacity=false",
+		"FEATURE_GATES":    "CapacityBuffer=false,NodeOverlay=false,NodeRepair=true,ReservedCapacity=true,SpotToSpotConsolidation=true,StaticCapacity=false",
+		"LOG_OUTPUT_PATHS": "stdout,/var/log/joinery/joinery.log", "LOG_ERROR_OUTPUT_PATHS": "/var/log/joinery/errors.log",
+		"ENABLE_PROFILING": "true", "AMI_REFRESH_INTERVAL": "10m", "SUBNET_REFRESH_INTERVAL": "2m", "DISABLE_DRY_RUN": "true",
 	} {
 		if env[name] != want {
 			t.Errorf("controller env %s=%q, want %q", name, env[name], want)
+		}
+	}
+	schedulerEnv := map[string]string{}
+	for _, e := range scheduler.Spec.Template.Spec.Containers[0].Env {
+		schedulerEnv[e.Name] = e.Value
+	}
+	for name, want := range map[string]string{"LOG_OUTPUT_PATHS": "stdout,/var/log/joinery/joinery.log", "ENABLE_PROFILING": "true"} {
+		if schedulerEnv[name] != want {
+			t.Errorf("scheduler env %s=%q, want %q", name, schedulerEnv[name], want)
 		}
 	}
 	pod := controller.Spec.Template.Spec
@@ -290,6 +301,10 @@ func TestSchemaRejectsInvalidValues(t *testing.T) {
 		{"unknown top-level value", map[string]any{"replica": 2}, "replica"},
 		{"unknown feature gate", map[string]any{"settings": map[string]any{"featureGates": map[string]any{"drift": true}}}, "drift"},
 		{"bad duration", map[string]any{"settings": map[string]any{"batchMaxDuration": "10 seconds"}}, "batchMaxDuration"},
+		{"bad refresh interval", map[string]any{"settings": map[string]any{"amiRefreshInterval": "hourly"}}, "amiRefreshInterval"},
+		{"log paths as a string", map[string]any{"logOutputPaths": "stdout,stderr"}, "logOutputPaths"},
+		{"a comma inside a log path", map[string]any{"logErrorOutputPaths": []any{"stdout,stderr"}}, "logErrorOutputPaths"},
+		{"profiling as a string", map[string]any{"settings": map[string]any{"enableProfiling": "yes"}}, "enableProfiling"},
 		{"unknown cloud provider", map[string]any{"cloudProvider": "gcp"}, "cloudProvider"},
 		{"bad digest", map[string]any{"controller": map[string]any{"image": map[string]any{"repository": "x", "digest": "latest"}}}, "digest"},
 	}

@@ -40,7 +40,25 @@ type Settings struct {
 	// IgnoreDRARequests (IGNORE_DRA_REQUESTS) leaves pods' resource claims out of the
 	// simulation, as Karpenter does; joinery's default is false.
 	IgnoreDRARequests *bool
+	// LogOutputPaths (LOG_OUTPUT_PATHS) are where log lines go: stdout, stderr or file paths.
+	LogOutputPaths []string
+	// LogErrorOutputPaths (LOG_ERROR_OUTPUT_PATHS) are where the logger reports its own
+	// failures (a sink it cannot write to, say).
+	LogErrorOutputPaths []string
+	EnableProfiling     *bool // ENABLE_PROFILING
+	// AMIRefreshInterval (AMI_REFRESH_INTERVAL) and SubnetRefreshInterval
+	// (SUBNET_REFRESH_INTERVAL) are how often an EC2NodeClass's AMIs, resp. its subnets and
+	// security groups, are resolved again; at least MinRefreshInterval, as in Karpenter.
+	AMIRefreshInterval    *time.Duration
+	SubnetRefreshInterval *time.Duration
+	// DisableDryRun (DISABLE_DRY_RUN) skips the EC2 dry-run authorization checks of the
+	// EC2NodeClass validation.
+	DisableDryRun *bool
 }
+
+// MinRefreshInterval is the shortest AMI_REFRESH_INTERVAL and SUBNET_REFRESH_INTERVAL
+// Karpenter accepts.
+const MinRefreshInterval = time.Minute
 
 // LogLevels are LOG_LEVEL's values, Karpenter's.
 var LogLevels = []string{"debug", "info", "error"}
@@ -48,7 +66,9 @@ var LogLevels = []string{"debug", "info", "error"}
 // Names are the environment variables FromEnv reads, for documentation and tests.
 var Names = []string{"BATCH_IDLE_DURATION", "BATCH_MAX_DURATION", "PREFERENCE_POLICY", "MIN_VALUES_POLICY", "LOG_LEVEL",
 	"METRICS_PORT", "HEALTH_PROBE_PORT", "KUBE_CLIENT_QPS", "KUBE_CLIENT_BURST", "CPU_REQUESTS", "MEMORY_LIMIT",
-	"DISABLE_LEADER_ELECTION", "LEADER_ELECTION_NAME", "LEADER_ELECTION_NAMESPACE", "IGNORE_DRA_REQUESTS"}
+	"DISABLE_LEADER_ELECTION", "LEADER_ELECTION_NAME", "LEADER_ELECTION_NAMESPACE", "IGNORE_DRA_REQUESTS",
+	"LOG_OUTPUT_PATHS", "LOG_ERROR_OUTPUT_PATHS", "ENABLE_PROFILING", "AMI_REFRESH_INTERVAL", "SUBNET_REFRESH_INTERVAL",
+	"DISABLE_DRY_RUN"}
 
 // FromEnv reads every setting through lookup (os.LookupEnv). An empty value counts as unset.
 // The error lists every invalid setting by name.
@@ -70,6 +90,12 @@ func FromEnv(lookup func(string) (string, bool)) (Settings, error) {
 		LeaderElectionName:      r.string("LEADER_ELECTION_NAME"),
 		LeaderElectionNamespace: r.string("LEADER_ELECTION_NAMESPACE"),
 		IgnoreDRARequests:       r.bool("IGNORE_DRA_REQUESTS"),
+		LogOutputPaths:          r.logPaths("LOG_OUTPUT_PATHS"),
+		LogErrorOutputPaths:     r.logPaths("LOG_ERROR_OUTPUT_PATHS"),
+		EnableProfiling:         r.bool("ENABLE_PROFILING"),
+		AMIRefreshInterval:      r.durationAtLeast("AMI_REFRESH_INTERVAL", MinRefreshInterval),
+		SubnetRefreshInterval:   r.durationAtLeast("SUBNET_REFRESH_INTERVAL", MinRefreshInterval),
+		DisableDryRun:           r.bool("DISABLE_DRY_RUN"),
 	}
 	if s.BatchIdleDuration != nil && s.BatchMaxDuration != nil && *s.BatchIdleDuration > *s.BatchMaxDuration {
 		r.errs = append(r.errs, fmt.Errorf("BATCH_IDLE_DURATION=%s must not be longer than BATCH_MAX_DURATION=%s", s.BatchIdleDuration, s.BatchMaxDuration))
@@ -128,6 +154,38 @@ func (r *reader) positiveDuration(name string) *time.Duration {
 		return &d
 	}
 	return nil
+}
+
+// durationAtLeast reads a duration of at least lowest.
+func (r *reader) durationAtLeast(name string, lowest time.Duration) *time.Duration {
+	v, ok := r.get(name)
+	if !ok {
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	switch {
+	case err != nil:
+		r.fail(name, v, "not a duration such as 5m or 1h")
+	case d < lowest:
+		r.fail(name, v, "must be at least "+lowest.String())
+	default:
+		return &d
+	}
+	return nil
+}
+
+// logPaths reads a comma-separated list of log sinks (ParseLogPaths).
+func (r *reader) logPaths(name string) []string {
+	v, ok := r.get(name)
+	if !ok {
+		return nil
+	}
+	paths, err := ParseLogPaths(v)
+	if err != nil {
+		r.fail(name, v, err.Error())
+		return nil
+	}
+	return paths
 }
 
 func oneOf[T ~string](r *reader, name string, valid []T) *T {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/zapr"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zapcore"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -48,7 +49,10 @@ func newLogger(level string, opts *zap.Options, zapLevelGiven bool) (logr.Logger
 		c.EncodeLevel = zapcore.CapitalLevelEncoder
 		c.EncodeTime = zapcore.RFC3339NanoTimeEncoder
 	})
-	return logr.New(newConflictSink(zap.New(zap.UseFlagOptions(opts)).GetSink())), nil
+	// opts.ZapOpts go on again after controller-runtime's own zap.ErrorOutput (DestWriter), so
+	// that the logger's errors go to LOG_ERROR_OUTPUT_PATHS when it is set.
+	raw := zap.NewRaw(zap.UseFlagOptions(opts)).WithOptions(opts.ZapOpts...)
+	return logr.New(newConflictSink(zapr.NewLogger(raw).GetSink())), nil
 }
 
 // conflictSink keeps optimistic-lock conflicts ("the object has been modified") out of the

@@ -64,6 +64,7 @@ type options struct {
 	interruptionQueue       string
 	featureGates            featuregates.Gates
 	disruption              disruptionOptions
+	output                  outputOptions
 }
 
 // Main runs joinery-controller with the command line args (without the program name), its
@@ -126,6 +127,8 @@ func Main(args []string, outOfTree frameworkruntime.Registry) {
 	flag.BoolVar(&opts.printVersion, "version", false, "print the version and exit")
 	flag.BoolVar(&opts.metricsSecure, "metrics-secure", false, "serve metrics over HTTPS to clients the API server authenticates (TokenReview) and authorizes for get on /metrics (SubjectAccessReview); the chart turns it on")
 	opts.aws.BindFlags(flag.CommandLine)
+	bindNodeClassFlags(flag.CommandLine, &opts.aws, env)
+	opts.output.bind(flag.CommandLine, env)
 	zapOpts := zap.Options{Development: false} // JSON logs unless --zap-devel
 	zapOpts.BindFlags(flag.CommandLine)
 	_ = flag.CommandLine.Parse(args) // flag.ExitOnError: a bad flag exits with status 2
@@ -133,6 +136,10 @@ func Main(args []string, outOfTree frameworkruntime.Registry) {
 	if opts.printVersion {
 		fmt.Println(version.String("joinery-controller"))
 		return
+	}
+	if err := opts.output.openLogSinks(&zapOpts); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
 	}
 	logger, err := newLogger(opts.logLevel, &zapOpts, flagGiven("zap-log-level"))
 	if err != nil {
@@ -312,7 +319,7 @@ func newCloudProvider(ctx context.Context, opts options, mgr ctrl.Manager, names
 // cluster's loopback), or with --metrics-secure HTTPS behind the API server's authentication
 // and authorization, as kube-scheduler serves joinery-scheduler's metrics.
 func metricsOptions(opts options) metricsserver.Options {
-	m := metricsserver.Options{BindAddress: opts.metricsAddr}
+	m := metricsserver.Options{BindAddress: opts.metricsAddr, ExtraHandlers: opts.output.extraHandlers()}
 	if opts.metricsSecure {
 		m.SecureServing = true
 		m.FilterProvider = filters.WithAuthenticationAndAuthorization

@@ -68,7 +68,11 @@ node get NodeClaims planned with the scheduler's own Filters.`,
 func runCommand(cmd *cobra.Command, opts *options.Options, gate *plugin.LeaderGate, registryOptions ...app.Option) error {
 	verflag.PrintAndExitIfRequested()
 	fg := opts.ComponentGlobalsRegistry.FeatureGateFor(basecompatibility.DefaultKubeComponent)
-	if err := logsapi.ValidateAndApply(opts.Logs, fg); err != nil {
+	streams, err := logStreams(cmd)
+	if err != nil {
+		return err
+	}
+	if err := logsapi.ValidateAndApplyWithOptions(opts.Logs, streams, fg); err != nil {
 		fmt.Fprintf(os.Stderr, "%v\n", err)
 		os.Exit(1)
 	}
@@ -85,6 +89,7 @@ func runCommand(cmd *cobra.Command, opts *options.Options, gate *plugin.LeaderGa
 	if err != nil {
 		return err
 	}
+	applyProfiling(cmd, opts, cc)
 	if mutable, ok := fg.(featuregate.MutableFeatureGate); ok {
 		mutable.AddMetrics()
 	}

@@ -81,6 +81,7 @@ func NewCommand(outOfTree frameworkruntime.Registry) *cobra.Command {
 	joineryFlags := flag.NewFlagSet("joinery", flag.ContinueOnError)
 	providers.bind(joineryFlags)
 	readiness.bind(joineryFlags)
+	(&logOutputFlag{}).bind(joineryFlags, env)
 	command.Flags().AddGoFlagSet(joineryFlags)
 	addHelpSection(command, joineryFlags)
 	wrapRun(command, planners, providers, readiness, synced, env)
@@ -103,6 +104,9 @@ func wrapRun(command *cobra.Command, planners *planner.Config, providers *provid
 			if err := f.Value.Set(klogVerbosity(*env.LogLevel)); err != nil {
 				return fmt.Errorf("LOG_LEVEL: %w", err)
 			}
+		}
+		if err := profilingFromEnv(cmd, env); err != nil {
+			return err
 		}
 		if changed := env.ApplyRuntime(os.LookupEnv); len(changed) > 0 {
 			klog.Background().Info("sized the Go runtime from the container's settings", changed...)

@@ -25,6 +25,8 @@ var (
 	partAMIs                 = part{awsv1.ConditionTypeAMIsReady, "AMIs", "AMINotFound"}
 	partCapacityReservations = part{awsv1.ConditionTypeCapacityReservationsReady, "capacity reservations", "CapacityReservationsNotFound"}
 	partInstanceProfile      = part{awsv1.ConditionTypeInstanceProfileReady, "the instance profile", "InstanceProfileNotFound"}
+	// partValidation is the launch dry-runs' outcome; it is not resolved into the status.
+	partValidation = part{awsv1.ConditionTypeValidationSucceeded, "the launch permissions", "ValidationFailed"}
 )
 
 // failedReason is the condition reason for a failure of the given class.
@@ -60,14 +62,6 @@ func setCondition(nc *awsv1.EC2NodeClass, condType string, status metav1.Conditi
 		Type: condType, Status: status, Reason: reason, Message: message,
 		ObservedGeneration: nc.Generation, LastTransitionTime: now,
 	})
-}
-
-func setValidationSucceeded(nc *awsv1.EC2NodeClass, problem string, now metav1.Time) {
-	if problem == "" {
-		setCondition(nc, awsv1.ConditionTypeValidationSucceeded, metav1.ConditionTrue, awsv1.ConditionTypeValidationSucceeded, "", now)
-		return
-	}
-	setCondition(nc, awsv1.ConditionTypeValidationSucceeded, metav1.ConditionFalse, "ValidationFailed", problem, now)
 }
 
 // setReady summarizes the dependencies: True when all are, else the first that is not, with

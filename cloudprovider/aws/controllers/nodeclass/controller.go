@@ -45,10 +45,25 @@ type Resolver interface {
 	DeleteInstanceProfile(ctx context.Context, nc *awsv1.EC2NodeClass) error
 }
 
-// Options tune how often classes are re-resolved.
+// Default refresh intervals: how often a part that resolved is resolved again.
+const (
+	DefaultAMIRefreshInterval    = 5 * time.Minute
+	DefaultSubnetRefreshInterval = 5 * time.Minute
+	DefaultResyncInterval        = 5 * time.Minute
+)
+
+// Options tune how often classes are re-resolved and how they are validated.
 type Options struct {
-	// ResyncInterval is how often a ready class is resolved again, to follow changes in AWS
-	// (new AMI releases, subnets filling up); 5 minutes if zero.
+	// AMIRefreshInterval is how often a class's AMIs are resolved again, to follow new
+	// releases under an alias and deprecations (AMI_REFRESH_INTERVAL);
+	// DefaultAMIRefreshInterval if zero.
+	AMIRefreshInterval time.Duration
+	// SubnetRefreshInterval is how often its subnets (their free addresses order the launch
+	// subnets) and security groups are resolved again (SUBNET_REFRESH_INTERVAL);
+	// DefaultSubnetRefreshInterval if zero.
+	SubnetRefreshInterval time.Duration
+	// ResyncInterval is how often the other parts (capacity reservations, the instance
+	// profile) are resolved again; DefaultResyncInterval if zero.
 	ResyncInterval time.Duration
 	// NotReadyInterval is how soon a class that failed for a lasting reason (nothing matched,
 	// a missing role, a missing permission) is tried again; 1 minute if zero.
@@ -59,6 +74,13 @@ type Options struct {
 	// DeletionPollInterval is how often a deleting class checks for NodeClaims still using it,
 	// besides reacting to their deletion; 10 seconds if zero.
 	DeletionPollInterval time.Duration
+	// DryRun, when set, is the validation's proof that the controller may launch with a
+	// resolved class (nodeclass.DryRun.Check: EC2 dry-runs of the launch calls); a
+	// *nodeclass.DryRunDeniedError makes ValidationSucceeded False with its reason.
+	DryRun func(ctx context.Context, nc *awsv1.EC2NodeClass) error
+	// DisableDryRun skips DryRun (DISABLE_DRY_RUN): ValidationSucceeded is True with the
+	// reason DryRunDisabled once the other checks pass.
+	DisableDryRun bool
 	// OnDelete, when set, cleans up what else joinery made for a deleting class (its launch
 	// templates) once no NodeClaim uses it, before the instance profile goes. An error keeps
 	// the finalizer and is retried.
@@ -66,8 +88,14 @@ type Options struct {
 }
 
 func (o *Options) defaults() {
+	if o.AMIRefreshInterval == 0 {
+		o.AMIRefreshInterval = DefaultAMIRefreshInterval
+	}
+	if o.SubnetRefreshInterval == 0 {
+		o.SubnetRefreshInterval = DefaultSubnetRefreshInterval
+	}
 	if o.ResyncInterval == 0 {
-		o.ResyncInterval = 5 * time.Minute
+		o.ResyncInterval = DefaultResyncInterval
 	}
 	if o.NotReadyInterval == 0 {
 		o.NotReadyInterval = time.Minute
@@ -87,6 +115,8 @@ type Controller struct {
 	recorder events.EventRecorder
 	clock    clock.PassiveClock
 	opts     Options
+	// schedules says when each class's parts last resolved (refresh.go), by class name.
+	schedules *schedules
 }
 
 // New returns a Controller. clk stamps condition transitions; the real clock if nil.
@@ -95,18 +125,22 @@ func New(c client.Client, resolver Resolver, recorder events.EventRecorder, clk 
 		clk = clock.RealClock{}
 	}
 	opts.defaults()
-	return &Controller{client: c, resolver: resolver, recorder: recorder, clock: clk, opts: opts}
+	return &Controller{client: c, resolver: resolver, recorder: recorder, clock: clk, opts: opts, schedules: newSchedules()}
 }
 
-// Reconcile resolves one class and writes its finalizer, hash annotations and status, each
-// only when it changed.
+// Reconcile resolves the parts of one class that are due (refresh.go) and writes its
+// finalizer, hash annotations and status, each only when it changed.
 func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	nc := &awsv1.EC2NodeClass{}
 	if err := c.client.Get(ctx, req.NamespacedName, nc); err != nil {
+		if apierrors.IsNotFound(err) {
+			c.schedules.forget(req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	ctx = logr.NewContext(ctx, log.FromContext(ctx).WithValues("ec2nodeclass", nc.Name))
 	if !nc.DeletionTimestamp.IsZero() {
+		c.schedules.forget(nc.Name)
 		return c.finalize(ctx, nc)
 	}
 	if err := c.updateMetadata(ctx, nc); err != nil {
@@ -117,13 +151,18 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	stored := nc.DeepCopy()
-	outcomes := c.resolve(ctx, nc)
-	now := metav1.NewTime(c.clock.Now())
+	now := c.clock.Now()
+	sched := c.schedules.next(nc)
+	outcomes := c.resolve(ctx, nc, func(p part) bool { return sched.due(p, c.interval(p), now) })
+	stamp := metav1.NewTime(now)
 	for _, o := range outcomes {
-		c.record(nc, stored, o, now)
+		c.record(nc, stored, o, stamp)
+		sched.resolvedAt(o.part, o.err == nil, now)
 	}
-	setValidationSucceeded(nc, validate(nc), now)
-	setReady(nc, now)
+	if err := c.validation(ctx, nc, stored, sched, stamp); err != nil {
+		outcomes = append(outcomes, outcome{part: partValidation, err: err})
+	}
+	setReady(nc, stamp)
 
 	if !equality.Semantic.DeepEqual(stored.Status, nc.Status) {
 		// Optimistic locking: a status computed from a stale read fails and is recomputed.
@@ -134,7 +173,9 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("patching ec2nodeclass %s status: %w", nc.Name, err))
 		}
 	}
-	return ctrl.Result{RequeueAfter: c.requeueAfter(outcomes)}, nil
+	// Only a written status counts as resolved: otherwise the parts are due again.
+	c.schedules.commit(nc.Name, sched)
+	return ctrl.Result{RequeueAfter: c.requeueAfter(outcomes, sched, now)}, nil
 }
 
 // outcome is the result of resolving one part of a class.
@@ -143,11 +184,15 @@ type outcome struct {
 	err  error
 }
 
-// resolve looks every part up, each independently so one failure does not hide the others,
-// and writes what resolved into nc's status.
-func (c *Controller) resolve(ctx context.Context, nc *awsv1.EC2NodeClass) []outcome {
+// resolve looks up every part due says is due, each independently so one failure does not
+// hide the others, and writes what resolved into nc's status.
+func (c *Controller) resolve(ctx context.Context, nc *awsv1.EC2NodeClass, due func(part) bool) []outcome {
 	var outcomes []outcome
-	run := func(p part, fn func() error) { outcomes = append(outcomes, outcome{part: p, err: fn()}) }
+	run := func(p part, fn func() error) {
+		if due(p) {
+			outcomes = append(outcomes, outcome{part: p, err: fn()})
+		}
+	}
 	run(partSubnets, func() error {
 		v, err := c.resolver.Subnets(ctx, nc)
 		if err == nil || !nodeclass.Classify(err).Retryable() {
@@ -207,9 +252,13 @@ func (c *Controller) record(nc, stored *awsv1.EC2NodeClass, o outcome, now metav
 	}
 }
 
-// requeueAfter picks the soonest retry the outcomes call for.
-func (c *Controller) requeueAfter(outcomes []outcome) time.Duration {
-	after := c.opts.ResyncInterval
+// requeueAfter picks the soonest of the retries the outcomes call for and the next part's
+// refresh.
+func (c *Controller) requeueAfter(outcomes []outcome, sched *schedule, now time.Time) time.Duration {
+	after, ok := sched.nextRefresh(c.interval, now)
+	if !ok {
+		after = c.opts.ResyncInterval // every part failed: their retries decide
+	}
 	for _, o := range outcomes {
 		if o.err == nil {
 			continue

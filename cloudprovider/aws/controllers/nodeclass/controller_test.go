@@ -62,6 +62,12 @@ var throttled = &smithy.GenericAPIError{Code: "RequestLimitExceeded", Message: "
 
 func newFixture(t *testing.T, resolver Resolver) (client.Client, *Controller) {
 	t.Helper()
+	return newFixtureWith(t, resolver, Options{})
+}
+
+// newFixtureWith is newFixture with the controller's options.
+func newFixtureWith(t *testing.T, resolver Resolver, opts Options) (client.Client, *Controller) {
+	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
@@ -74,7 +80,7 @@ func newFixture(t *testing.T, resolver Resolver) (client.Client, *Controller) {
 		Spec:       awsv1.EC2NodeClassSpec{Role: "r", AMISelectorTerms: []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}}},
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(nc).WithStatusSubresource(&awsv1.EC2NodeClass{}).Build()
-	ctl := New(c, resolver, events.NewFakeRecorder(100), clocktesting.NewFakePassiveClock(time.Unix(2000, 0)), Options{})
+	ctl := New(c, resolver, events.NewFakeRecorder(100), clocktesting.NewFakePassiveClock(time.Unix(2000, 0)), opts)
 	return c, ctl
 }
 
@@ -99,6 +105,9 @@ func TestTransientErrorsKeepTheLastGoodResolution(t *testing.T) {
 		t.Fatalf("first reconcile: conditions %+v, requeue %v", nc.Status.Conditions, res.RequeueAfter)
 	}
 
+	// The subnets are resolved again once their refresh interval has passed.
+	clk := ctl.clock.(*clocktesting.FakePassiveClock)
+	clk.SetTime(clk.Now().Add(DefaultSubnetRefreshInterval))
 	resolver.subnetsErr = throttled
 	nc, res = reconcileOnce(t, c, ctl)
 	if len(nc.Status.Subnets) != 1 || !meta.IsStatusConditionTrue(nc.Status.Conditions, awsv1.ConditionTypeSubnetsReady) {

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -86,9 +87,12 @@ func TestAMIAliasReleaseDriftsNodeClaims(t *testing.T) {
 	kube := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(class, np).
 		WithStatusSubresource(&awsv1.EC2NodeClass{}, &karpv1.NodeClaim{}).Build()
 
-	classes := ncctrl.New(kube, resolver, events.NewFakeRecorder(100), nil, ncctrl.Options{})
+	// Each resolution comes one AMI refresh interval after the last, as the requeues space them.
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	classes := ncctrl.New(kube, resolver, events.NewFakeRecorder(100), clk, ncctrl.Options{})
 	resolve := func() {
 		t.Helper()
+		clk.SetTime(clk.Now().Add(ncctrl.DefaultAMIRefreshInterval))
 		if _, err := classes.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(class)}); err != nil {
 			t.Fatalf("resolving the ec2nodeclass: %v", err)
 		}

@@ -56,8 +56,15 @@ type env struct {
 }
 
 // start runs the controller in a manager of its own for the test. Short intervals let retries
-// show within the test; the resync is long so that only failing classes are retried.
+// show within the test; the refreshes are long so that only failing classes are retried.
 func start(t *testing.T) *env {
+	t.Helper()
+	return startWith(t, nil)
+}
+
+// startWith is start with edit applied to the controller's options; it gets the emulator's
+// SDK configuration, e.g. to build the launch dry-runs.
+func startWith(t *testing.T, edit func(cfg aws.Config, o *ncctrl.Options)) *env {
 	t.Helper()
 	srv := awsemulator.NewServer(awsemulator.Options{})
 	t.Cleanup(srv.Close)
@@ -99,14 +106,19 @@ func start(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	cleanedUp := make(chan string, 16)
-	controller := ncctrl.New(mgr.GetClient(), resolver, mgr.GetEventRecorder("karpenter"), nil, ncctrl.Options{
+	opts := ncctrl.Options{
+		AMIRefreshInterval: 10 * time.Minute, SubnetRefreshInterval: 10 * time.Minute,
 		ResyncInterval: 10 * time.Minute, NotReadyInterval: time.Second, RetryInterval: 200 * time.Millisecond,
 		DeletionPollInterval: 300 * time.Millisecond,
 		OnDelete: func(_ context.Context, nc *awsv1.EC2NodeClass) error {
 			cleanedUp <- nc.Name
 			return nil
 		},
-	})
+	}
+	if edit != nil {
+		edit(cfg, &opts)
+	}
+	controller := ncctrl.New(mgr.GetClient(), resolver, mgr.GetEventRecorder("karpenter"), nil, opts)
 	if err := controller.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
