@@ -232,9 +232,20 @@ func TestRenderNonDefaultValues(t *testing.T) {
 	for name, want := range map[string]string{
 		"CLUSTER_NAME": "prod", "AWS_REGION": "eu-west-1", "INTERRUPTION_QUEUE": "prod-interruptions", "LOG_LEVEL": "debug",
 		"FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=false,NodeRepair=true,ReservedCapacity=true,SpotToSpotConsolidation=true,StaticCapacity=false",
+		"ENABLE_ZONAL_SHIFT": "true", "EKS_CONTROL_PLANE": "true",
 	} {
 		if env[name] != want {
 			t.Errorf("controller env %s=%q, want %q", name, env[name], want)
+		}
+	}
+	// The scheduler follows zonal shifts too, so it needs the cluster's name.
+	schedulerEnv := map[string]string{}
+	for _, e := range scheduler.Spec.Template.Spec.Containers[0].Env {
+		schedulerEnv[e.Name] = e.Value
+	}
+	for name, want := range map[string]string{"CLUSTER_NAME": "prod", "ENABLE_ZONAL_SHIFT": "true"} {
+		if schedulerEnv[name] != want {
+			t.Errorf("scheduler env %s=%q, want %q", name, schedulerEnv[name], want)
 		}
 	}
 	pod := controller.Spec.Template.Spec
