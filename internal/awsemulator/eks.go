@@ -69,14 +69,14 @@ func (s *Server) registerEKS() {
 }
 
 type eksClusterJSON struct {
-	Name                    string  `json:"name"`
-	Arn                     string  `json:"arn"`
-	CreatedAt               float64 `json:"createdAt"`
-	Version                 string  `json:"version"`
-	Endpoint                string  `json:"endpoint"`
-	Status                  string  `json:"status"`
-	PlatformVersion         string  `json:"platformVersion"`
-	CertificateAuthority    struct {
+	Name                 string  `json:"name"`
+	Arn                  string  `json:"arn"`
+	CreatedAt            float64 `json:"createdAt"`
+	Version              string  `json:"version"`
+	Endpoint             string  `json:"endpoint"`
+	Status               string  `json:"status"`
+	PlatformVersion      string  `json:"platformVersion"`
+	CertificateAuthority struct {
 		Data string `json:"data"`
 	} `json:"certificateAuthority"`
 	KubernetesNetworkConfig struct {

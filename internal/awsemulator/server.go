@@ -64,11 +64,11 @@ type Server struct {
 	readOnlyKeys []string
 
 	// mu guards every piece of emulated state; actions run with it held.
-	mu      sync.Mutex
-	query   map[string]queryAction // "<service>:<Action>"
-	json    map[string]jsonAction  // "<service>:<Operation>"
-	rest    map[string]*http.ServeMux // REST-JSON routes by service (rest.go)
-	faults  []*Fault
+	mu     sync.Mutex
+	query  map[string]queryAction    // "<service>:<Action>"
+	json   map[string]jsonAction     // "<service>:<Operation>"
+	rest   map[string]*http.ServeMux // REST-JSON routes by service (rest.go)
+	faults []*Fault
 	// calls counts calls by "<service>:<Action>" and by "<service>:<Action>:<access key>".
 	calls   map[string]int
 	started time.Time

@@ -231,7 +231,7 @@ func TestRenderNonDefaultValues(t *testing.T) {
 	}
 	for name, want := range map[string]string{
 		"CLUSTER_NAME": "prod", "AWS_REGION": "eu-west-1", "INTERRUPTION_QUEUE": "prod-interruptions", "LOG_LEVEL": "debug",
-		"FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=false,NodeRepair=true,ReservedCapacity=true,SpotToSpotConsolidation=true,StaticCapacity=false",
+		"FEATURE_GATES":      "CapacityBuffer=false,NodeOverlay=false,NodeRepair=true,ReservedCapacity=true,SpotToSpotConsolidation=true,StaticCapacity=false",
 		"ENABLE_ZONAL_SHIFT": "true", "EKS_CONTROL_PLANE": "true",
 	} {
 		if env[name] != want {
