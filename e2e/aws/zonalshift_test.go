@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
@@ -20,10 +21,10 @@ import (
 
 // TestZonalShiftKeepsNodeClaimsOutOfTheZone: the local cluster runs both binaries with
 // ENABLE_ZONAL_SHIFT. While an ARC zonal shift moves the cluster away from us-west-2a, pods
-// that must spread evenly over the zones of a NodePool of us-west-2a and us-west-2b all get
-// NodeClaims in us-west-2b (a shifted zone is no domain to spread into, as a zone without
-// capacity is not); once the shift is cancelled, a pod that needs us-west-2a gets a NodeClaim
-// there. The shift is started and cancelled through the ARC SDK, as an operator would.
+// that must spread evenly over the zones of a NodePool of us-west-2a and us-west-2b get a
+// NodeClaim in us-west-2b only, and the pod the spread sends to us-west-2a is refused; once
+// the shift is cancelled, a pod that needs us-west-2a gets a NodeClaim there, and its batch
+// places the refused pod there too. The shift is started and cancelled through the ARC SDK, as an operator would.
 func TestZonalShiftKeepsNodeClaimsOutOfTheZone(t *testing.T) {
 	aws := emulator(t)
 	env.RequireLocal(t)
@@ -59,7 +60,35 @@ func TestZonalShiftKeepsNodeClaimsOutOfTheZone(t *testing.T) {
 
 	ns := env.Namespace(t)
 	createSpreadPods(t, ns, pool, 0, 2)
-	env.AwaitPods(t, ns, groupLabel+"="+pool, 2, runningTimeout, running)
+	var waiting string
+	framework.Eventually(t, runningTimeout, "one pod running, the one its spread sends to "+shifted+" refused", func(ctx context.Context) (bool, error) {
+		pods, err := env.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: groupLabel + "=" + pool})
+		if err != nil {
+			return false, err
+		}
+		var run, pending []corev1.Pod
+		for _, pod := range pods.Items {
+			if pod.Status.Phase == corev1.PodRunning {
+				run = append(run, pod)
+			} else {
+				pending = append(pending, pod)
+			}
+		}
+		if len(run) != 1 || len(pending) != 1 {
+			return false, fmt.Errorf("%d running, %d pending", len(run), len(pending))
+		}
+		notes, err := env.EventNotes(ctx, "FailedScheduling", pending[0].Name)
+		if err != nil {
+			return false, err
+		}
+		for _, note := range notes {
+			if strings.HasPrefix(note, "Failed to schedule pod,") {
+				waiting = pending[0].Name
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("pod %s pending, not refused by the Provisioner yet (events %q)", pending[0].Name, notes)
+	})
 	for _, inst := range live(instancesOf(t, pool)) {
 		if inst.Zone != other {
 			t.Fatalf("instance %s launched in %s while traffic is shifted away from %s", inst.ID, inst.Zone, shifted)
@@ -77,13 +106,16 @@ func TestZonalShiftKeepsNodeClaimsOutOfTheZone(t *testing.T) {
 	if _, err := env.Client.CoreV1().Pods(ns).Create(t.Context(), zonal, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	pod := env.AwaitPodRunning(t, ns, zonal.Name, runningTimeout)
-	node, err := env.Client.CoreV1().Nodes().Get(t.Context(), pod.Spec.NodeName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if zone := node.Labels[corev1.LabelTopologyZone]; zone != shifted {
-		t.Errorf("pod %s runs in %s after the shift ended, want %s", pod.Name, zone, shifted)
+	// Its batch plans the refused pod again too.
+	for _, name := range []string{zonal.Name, waiting} {
+		pod := env.AwaitPodRunning(t, ns, name, runningTimeout)
+		node, err := env.Client.CoreV1().Nodes().Get(t.Context(), pod.Spec.NodeName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if zone := node.Labels[corev1.LabelTopologyZone]; zone != shifted {
+			t.Errorf("pod %s runs in %s after the shift ended, want %s", pod.Name, zone, shifted)
+		}
 	}
 }
 
