@@ -7,7 +7,9 @@ import (
 	"os"
 	"time"
 
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/eks"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/discovery"
@@ -68,8 +70,10 @@ const (
 // New builds the AWS cloud provider on mgr and registers what it needs beside the neutral
 // controllers: the EC2NodeClass controller, the interruption controller when a queue is named
 // (pre-planning replacement capacity through Options.Preplanner),
-// the instance-type and price refresh loops (in every replica, so a new leader starts warm) and
-// launch-template cleanup (leader only).
+// the instance-type, price and (ENABLE_ZONAL_SHIFT) zonal shift refresh loops (in every
+// replica, so a new leader starts warm) and launch-template cleanup (leader only). With
+// EKS_CONTROL_PLANE, what nodes join is read from eks:DescribeCluster first; an error there
+// stops start-up.
 func New(ctx context.Context, mgr ctrl.Manager, opts Options) (*awsprovider.Provider, error) {
 	settings := opts.Settings
 	if err := settings.Validate(true); err != nil {
@@ -79,21 +83,28 @@ func New(ctx context.Context, mgr ctrl.Manager, opts Options) (*awsprovider.Prov
 		opts.Recorder = mgr.GetEventRecorder(interruption.EventSource)
 	}
 	log := ctrl.Log.WithName("aws")
-	cluster, err := clusterInfo(ctx, mgr.GetConfig(), mgr.GetAPIReader(), settings)
+	cfg, err := settings.AWSConfig(ctx)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := settings.AWSConfig(ctx)
+	cluster, err := settings.NodeCluster(ctx, cfg, mgr.GetConfig(), mgr.GetAPIReader())
 	if err != nil {
 		return nil, err
 	}
 	log.Info("AWS provider", "cluster", cluster.Name, "endpoint", cluster.Endpoint, "clusterDNS", cluster.DNSIP,
 		"region", cfg.Region, "awsEndpointURL", settings.EndpointURL, "isolatedVPC", settings.IsolatedVPC,
-		"amiRefreshInterval", settings.AMIRefreshInterval, "subnetRefreshInterval", settings.SubnetRefreshInterval, "disableDryRun", settings.DisableDryRun)
+		"amiRefreshInterval", settings.AMIRefreshInterval, "subnetRefreshInterval", settings.SubnetRefreshInterval, "disableDryRun", settings.DisableDryRun,
+		"eksControlPlane", settings.EKSControlPlane, "zonalShift", settings.EnableZonalShift)
 
 	instanceTypes := settings.NewInstanceTypes(cfg, log)
 	if err := mgr.Add(background{run: instanceTypes.Run}); err != nil {
 		return nil, fmt.Errorf("adding the instance-type refresh: %w", err)
+	}
+	shifts := settings.zonalShifts(ctx, cfg, log)
+	if shifts != nil {
+		if err := mgr.Add(background{run: func(ctx context.Context) { shifts.Run(ctx, settings.ZonalShiftPollInterval) }}); err != nil {
+			return nil, fmt.Errorf("adding the zonal shift refresh: %w", err)
+		}
 	}
 
 	disc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
@@ -111,6 +122,7 @@ func New(ctx context.Context, mgr ctrl.Manager, opts Options) (*awsprovider.Prov
 	provider := awsprovider.NewFromConfig(cfg, mgr.GetClient(), instanceTypes.Types, awsprovider.Options{
 		Cluster:     cluster,
 		Unavailable: opts.Unavailable,
+		ZonalShifts: zonalShiftsOf(shifts),
 		Logger:      log.WithName("provider"),
 		Overlay:     opts.Overlay,
 	})
@@ -147,8 +159,24 @@ func New(ctx context.Context, mgr ctrl.Manager, opts Options) (*awsprovider.Prov
 	return provider, nil
 }
 
-// clusterInfo is what nodes need to join: the flags, with the API server and CA of the
-// controller's own connection and the kube-dns Service's address as defaults.
+// NodeCluster is what nodes need to join: the flags; with EKS_CONTROL_PLANE, what they leave
+// unset read from eks:DescribeCluster on cfg's client (an error there is start-up's); then
+// the API server and CA of restConfig, the controller's own connection, and the kube-dns
+// Service's address that reader finds.
+func (s Settings) NodeCluster(ctx context.Context, cfg awssdk.Config, restConfig *rest.Config, reader client.Reader) (amifamily.Cluster, error) {
+	if s.needsEKS() {
+		eksCluster, err := describeEKSCluster(ctx, eks.NewFromConfig(cfg), s.ClusterName)
+		if err != nil {
+			return amifamily.Cluster{}, err
+		}
+		s = s.withEKSCluster(eksCluster)
+	}
+	return clusterInfo(ctx, restConfig, reader, s)
+}
+
+// clusterInfo is what nodes need to join: the flags (with EKS_CONTROL_PLANE, completed from
+// EKS), with the API server and CA of the controller's own connection and the kube-dns
+// Service's address as defaults.
 func clusterInfo(ctx context.Context, restConfig *rest.Config, reader client.Reader, settings Settings) (amifamily.Cluster, error) {
 	cluster := amifamily.Cluster{
 		Name:        settings.ClusterName,
@@ -156,6 +184,7 @@ func clusterInfo(ctx context.Context, restConfig *rest.Config, reader client.Rea
 		CABundle:    settings.ClusterCABundle,
 		DNSIP:       settings.ClusterDNS,
 		ServiceCIDR: settings.ClusterServiceCIDR,
+		IPFamily:    settings.ClusterIPFamily,
 	}
 	if cluster.Endpoint == "" {
 		cluster.Endpoint = restConfig.Host

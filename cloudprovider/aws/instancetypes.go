@@ -11,6 +11,8 @@ import (
 
 	"github.com/joinery-dev/joinery/cloudprovider/aws/instancetype"
 	awspricing "github.com/joinery-dev/joinery/cloudprovider/aws/pricing"
+	awsprovider "github.com/joinery-dev/joinery/cloudprovider/aws/provider"
+	"github.com/joinery-dev/joinery/cloudprovider/aws/zonalshift"
 )
 
 // Refresh intervals of the region's instance types and prices. Both change rarely; a failed
@@ -52,4 +54,26 @@ func (s *Settings) NewInstanceTypes(cfg awssdk.Config, log logr.Logger) *Instanc
 func (it *InstanceTypes) Run(ctx context.Context) {
 	go it.Prices.Run(ctx, PricesRefreshInterval)
 	it.Types.Run(ctx, InstanceTypesRefreshInterval)
+}
+
+// zonalShifts returns, with ENABLE_ZONAL_SHIFT, a watcher of the cluster's zonal shifts that
+// has listed them once (a failure is logged: the zones stay available until a refresh
+// succeeds), and nil otherwise. The caller runs its refresh loop.
+func (s *Settings) zonalShifts(ctx context.Context, cfg awssdk.Config, log logr.Logger) *zonalshift.Watcher {
+	if !s.EnableZonalShift {
+		return nil
+	}
+	w := zonalshift.NewFromConfig(cfg, zonalshift.Options{ClusterName: s.ClusterName, Region: cfg.Region, Logger: log.WithName("zonalshift")})
+	if err := w.Refresh(ctx); err != nil {
+		log.Error(err, "listing the cluster's zonal shifts; retrying every poll interval", "interval", s.ZonalShiftPollInterval)
+	}
+	return w
+}
+
+// zonalShiftsOf is w as the provider's option: nil stays an untyped nil.
+func zonalShiftsOf(w *zonalshift.Watcher) awsprovider.ZonalShifts {
+	if w == nil {
+		return nil
+	}
+	return w
 }

@@ -17,7 +17,8 @@ import (
 // listing their instance types with the same code joinery-controller launches from. The
 // provider only describes and prices: it is given no launch templates or instances, and every
 // caller shares one load of the region's instance types. overlay (nil for none) adjusts them
-// (NodeOverlay), as in joinery-controller.
+// (NodeOverlay), as in joinery-controller. With ENABLE_ZONAL_SHIFT it follows the cluster's
+// zonal shifts itself, as joinery-controller does, so neither plans into a zone under a shift.
 func NewInstanceTypeSource(ctx context.Context, settings Settings, log logr.Logger) (func(c client.Client, overlay cloudprovider.Overlay) *awsprovider.Provider, error) {
 	if err := settings.Validate(false); err != nil {
 		return nil, err
@@ -29,11 +30,16 @@ func NewInstanceTypeSource(ctx context.Context, settings Settings, log logr.Logg
 	log.Info("AWS instance types", "region", cfg.Region, "awsEndpointURL", settings.EndpointURL, "isolatedVPC", settings.IsolatedVPC)
 	types := settings.NewInstanceTypes(cfg, log)
 	go types.Run(ctx)
+	shifts := settings.zonalShifts(ctx, cfg, log)
+	if shifts != nil {
+		go shifts.Run(ctx, settings.ZonalShiftPollInterval)
+	}
 	return func(c client.Client, overlay cloudprovider.Overlay) *awsprovider.Provider {
 		return awsprovider.New(c, types.Types, nil, nil, awsprovider.Options{
-			Cluster: amifamily.Cluster{Name: settings.ClusterName},
-			Logger:  log.WithName("provider"),
-			Overlay: overlay,
+			Cluster:     amifamily.Cluster{Name: settings.ClusterName},
+			ZonalShifts: zonalShiftsOf(shifts),
+			Logger:      log.WithName("provider"),
+			Overlay:     overlay,
 		})
 	}, nil
 }

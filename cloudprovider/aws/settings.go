@@ -12,6 +12,7 @@ import (
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/joinery-dev/joinery/cloudprovider"
 )
@@ -43,6 +44,16 @@ type Settings struct {
 	// IsolatedVPC means the Pricing API cannot be reached: on-demand prices stay the built-in
 	// table's.
 	IsolatedVPC bool
+	// EnableZonalShift makes zones the cluster's traffic is shifted away from (ARC zonal shifts
+	// of the EKS cluster) unavailable: nothing is planned or launched there while a shift lasts.
+	EnableZonalShift bool
+	// ZonalShiftPollInterval is how often active zonal shifts are listed.
+	ZonalShiftPollInterval time.Duration
+	// EKSControlPlane means the cluster runs on EKS: the endpoint, CA, service CIDR and IP
+	// family not set by flags are read from eks:DescribeCluster at start-up.
+	EKSControlPlane bool
+	// ClusterIPFamily is not a flag: EKS_CONTROL_PLANE reads it from EKS (empty: IPv4).
+	ClusterIPFamily corev1.IPFamily
 	// DisableReservedCapacity is not a flag: the binary sets it from the ReservedCapacity
 	// feature gate (off: no capacity reservation is launched into or priced).
 	DisableReservedCapacity bool
@@ -58,6 +69,10 @@ type Settings struct {
 	// envErrs are environment variables that could not be parsed as their flag's type.
 	envErrs []error
 }
+
+// DefaultZonalShiftPollInterval is how often active zonal shifts are listed unless
+// --zonal-shift-poll-interval says otherwise: a shift is meant to take effect in minutes.
+const DefaultZonalShiftPollInterval = 30 * time.Second
 
 // DefaultClusterDNS is kubeadm's and EKS's cluster DNS address for the default service range.
 const DefaultClusterDNS = "10.96.0.10"
@@ -75,6 +90,9 @@ func (s *Settings) BindFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&s.VMMemoryOverheadPercent, "vm-memory-overhead-percent", s.envFloat("VM_MEMORY_OVERHEAD_PERCENT", cloudprovider.DefaultVMMemoryOverheadPercent), "aws: share of an instance type's memory the node does not report, as a fraction (env VM_MEMORY_OVERHEAD_PERCENT)")
 	fs.IntVar(&s.ReservedENIs, "reserved-enis", s.envInt("RESERVED_ENIS", 0), "aws: network interfaces kept from pods when computing ENI-limited pod density (env RESERVED_ENIS)")
 	fs.BoolVar(&s.IsolatedVPC, "isolated-vpc", s.envBool("ISOLATED_VPC", false), "aws: the Pricing API is unreachable; use the built-in on-demand prices (env ISOLATED_VPC)")
+	fs.BoolVar(&s.EnableZonalShift, "enable-zonal-shift", s.envBool("ENABLE_ZONAL_SHIFT", false), "aws: treat availability zones under an active ARC zonal shift of the cluster as unavailable: nothing is planned or launched there until the shift ends (env ENABLE_ZONAL_SHIFT)")
+	fs.DurationVar(&s.ZonalShiftPollInterval, "zonal-shift-poll-interval", DefaultZonalShiftPollInterval, "aws: with --enable-zonal-shift, how often the cluster's active zonal shifts are listed")
+	fs.BoolVar(&s.EKSControlPlane, "eks-control-plane", s.envBool("EKS_CONTROL_PLANE", false), "aws: the cluster runs on an EKS control plane; the endpoint, CA bundle, service CIDR and IP family not set by flags are read from eks:DescribeCluster at start-up (env EKS_CONTROL_PLANE)")
 }
 
 // Validate checks the settings. launches says whether the caller launches instances, which
@@ -89,6 +107,12 @@ func (s *Settings) Validate(launches bool) error {
 	}
 	if s.ReservedENIs < 0 {
 		errs = append(errs, fmt.Errorf("--reserved-enis %d is negative", s.ReservedENIs))
+	}
+	if s.EnableZonalShift && s.ZonalShiftPollInterval <= 0 {
+		errs = append(errs, fmt.Errorf("--zonal-shift-poll-interval %s is not positive", s.ZonalShiftPollInterval))
+	}
+	if s.EnableZonalShift && s.ClusterName == "" {
+		errs = append(errs, errors.New("--enable-zonal-shift needs --cluster-name: the shifts listed are the cluster's"))
 	}
 	if s.EndpointURL != "" && !strings.HasPrefix(s.EndpointURL, "http://") && !strings.HasPrefix(s.EndpointURL, "https://") {
 		errs = append(errs, fmt.Errorf("--aws-endpoint-url %q is not an http(s) URL", s.EndpointURL))

@@ -57,6 +57,30 @@ func TestFlagsAndEnvironment(t *testing.T) {
 			wantErr: "not a fraction",
 		},
 		{
+			name:     "ENABLE_ZONAL_SHIFT and EKS_CONTROL_PLANE",
+			env:      map[string]string{"CLUSTER_NAME": "prod", "ENABLE_ZONAL_SHIFT": "true", "EKS_CONTROL_PLANE": "true"},
+			launches: true,
+			want:     Settings{ClusterName: "prod", EnableZonalShift: true, EKSControlPlane: true, VMMemoryOverheadPercent: cloudprovider.DefaultVMMemoryOverheadPercent},
+		},
+		{
+			name:    "zonal shifts are the cluster's: the scheduler needs its name too",
+			args:    []string{"--enable-zonal-shift"},
+			want:    Settings{EnableZonalShift: true, VMMemoryOverheadPercent: cloudprovider.DefaultVMMemoryOverheadPercent},
+			wantErr: "--enable-zonal-shift needs --cluster-name",
+		},
+		{
+			name:    "the poll interval is positive",
+			args:    []string{"--cluster-name=prod", "--enable-zonal-shift", "--zonal-shift-poll-interval=0s"},
+			want:    Settings{ClusterName: "prod", EnableZonalShift: true, ZonalShiftPollInterval: -1, VMMemoryOverheadPercent: cloudprovider.DefaultVMMemoryOverheadPercent},
+			wantErr: "--zonal-shift-poll-interval 0s is not positive",
+		},
+		{
+			name:    "an unparsable ENABLE_ZONAL_SHIFT is an error",
+			env:     map[string]string{"ENABLE_ZONAL_SHIFT": "yes please"},
+			want:    Settings{VMMemoryOverheadPercent: cloudprovider.DefaultVMMemoryOverheadPercent},
+			wantErr: `ENABLE_ZONAL_SHIFT="yes please"`,
+		},
+		{
 			name:    "the endpoint is a URL",
 			args:    []string{"--aws-endpoint-url=127.0.0.1:4566"},
 			want:    Settings{EndpointURL: "127.0.0.1:4566", VMMemoryOverheadPercent: cloudprovider.DefaultVMMemoryOverheadPercent},
@@ -65,7 +89,7 @@ func TestFlagsAndEnvironment(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, name := range []string{"CLUSTER_NAME", "CLUSTER_ENDPOINT", "CLUSTER_CA_BUNDLE", "CLUSTER_DNS", "CLUSTER_SERVICE_CIDR", "AWS_REGION", "AWS_ENDPOINT_URL", "VM_MEMORY_OVERHEAD_PERCENT", "RESERVED_ENIS", "ISOLATED_VPC"} {
+			for _, name := range []string{"CLUSTER_NAME", "CLUSTER_ENDPOINT", "CLUSTER_CA_BUNDLE", "CLUSTER_DNS", "CLUSTER_SERVICE_CIDR", "AWS_REGION", "AWS_ENDPOINT_URL", "VM_MEMORY_OVERHEAD_PERCENT", "RESERVED_ENIS", "ISOLATED_VPC", "ENABLE_ZONAL_SHIFT", "EKS_CONTROL_PLANE"} {
 				t.Setenv(name, tc.env[name])
 			}
 			var s Settings
@@ -82,6 +106,13 @@ func TestFlagsAndEnvironment(t *testing.T) {
 				t.Fatalf("Validate = %v, want an error containing %q", err, tc.wantErr)
 			}
 			s.envErrs = nil
+			// Cases leave the poll interval at its default unless they say otherwise (-1: 0).
+			switch tc.want.ZonalShiftPollInterval {
+			case 0:
+				tc.want.ZonalShiftPollInterval = DefaultZonalShiftPollInterval
+			case -1:
+				tc.want.ZonalShiftPollInterval = 0
+			}
 			if !reflect.DeepEqual(s, tc.want) {
 				t.Errorf("settings = %+v, want %+v", s, tc.want)
 			}

@@ -1,5 +1,6 @@
 // Command awsemulator runs joinery's AWS emulator (internal/awsemulator) as a process of
-// its own: the emulated EC2, IAM, SSM, Pricing and SQS APIs at http://ADDRESS:PORT for
+// its own: the emulated EC2, IAM, SSM, Pricing, SQS, EKS (DescribeCluster of --cluster-name,
+// with the kubeconfig's API server and CA) and ARC zonal shift APIs at http://ADDRESS:PORT for
 // joinery-controller's and joinery-scheduler's --aws-endpoint-url, the admin API under
 // /_awstest/ for tests in other processes (awsemulator.AdminClient), and the node agent, which
 // registers the emulator's running instances as kwok-managed Nodes of the cluster --kubeconfig
@@ -10,6 +11,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
@@ -42,6 +44,8 @@ type options struct {
 	queues string
 	// readOnlyKeys are access key IDs that may only read, e.g. joinery-scheduler's.
 	readOnlyKeys string
+	// serviceCIDR is the service range eks:DescribeCluster reports.
+	serviceCIDR string
 }
 
 func main() {
@@ -53,6 +57,7 @@ func main() {
 	flag.StringVar(&opts.clusterName, "cluster-name", awsemulator.DefaultClusterName, "cluster instances must bootstrap into to become Nodes (joinery-controller's --cluster-name)")
 	flag.DurationVar(&opts.interval, "sync-interval", 500*time.Millisecond, "how often the node agent compares instances and Nodes")
 	flag.StringVar(&opts.queues, "create-queues", "", "comma-separated SQS queues to create at start, e.g. the interruption queue joinery-controller polls")
+	flag.StringVar(&opts.serviceCIDR, "cluster-service-cidr", awsemulator.DefaultEKSCluster.ServiceCIDR, "service CIDR eks:DescribeCluster reports for --cluster-name")
 	flag.StringVar(&opts.readOnlyKeys, "read-only-access-keys", "", "comma-separated access key IDs allowed only Describe*, Get* and List* calls, as a read-only IAM policy allows (e.g. joinery-scheduler's)")
 	flag.Parse()
 
@@ -68,6 +73,8 @@ func run(opts options, log *slog.Logger) error {
 	defer stop()
 
 	var agentClient kubernetes.Interface
+	// eks:DescribeCluster tells what nodes join: the kubeconfig's API server and CA.
+	cluster := awsemulator.EKSCluster{Name: opts.clusterName, ServiceCIDR: opts.serviceCIDR}
 	if opts.kubeconfig != "" {
 		cfg, err := clientcmd.BuildConfigFromFlags("", opts.kubeconfig)
 		if err != nil {
@@ -76,9 +83,19 @@ func run(opts options, log *slog.Logger) error {
 		if agentClient, err = kubernetes.NewForConfig(cfg); err != nil {
 			return fmt.Errorf("creating the cluster client: %w", err)
 		}
+		ca := cfg.CAData
+		if len(ca) == 0 && cfg.CAFile != "" {
+			if ca, err = os.ReadFile(cfg.CAFile); err != nil {
+				return fmt.Errorf("reading the cluster CA %s: %w", cfg.CAFile, err)
+			}
+		}
+		cluster.Endpoint = cfg.Host
+		if len(ca) > 0 {
+			cluster.CABundle = base64.StdEncoding.EncodeToString(ca)
+		}
 	}
 
-	server := awsemulator.NewServer(awsemulator.Options{Region: opts.region, ReadOnlyAccessKeys: splitList(opts.readOnlyKeys)})
+	server := awsemulator.NewServer(awsemulator.Options{Region: opts.region, ReadOnlyAccessKeys: splitList(opts.readOnlyKeys), Cluster: cluster})
 	defer server.Close()
 	for _, queue := range splitList(opts.queues) {
 		if _, err := server.CreateQueue(queue); err != nil {

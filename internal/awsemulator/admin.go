@@ -27,6 +27,7 @@ const AdminPathPrefix = "/_awstest/"
 //	DELETE /_awstest/parameters?name=NAME     delete an SSM parameter
 //	GET    /_awstest/instances                []Instance, terminated ones included
 //	GET    /_awstest/calls?service=S&action=A {"calls": N}: how often the action was called
+//	GET    /_awstest/calls?service=S&action=A&accessKey=K   ... with the access key ID K
 //	POST   /_awstest/response-delays          AdminResponseDelay: hold matching answers back
 //	DELETE /_awstest/response-delays          clear every response delay
 //
@@ -188,7 +189,11 @@ func (s *Server) adminMux(delays *responseDelays) *http.ServeMux {
 			http.Error(w, "the service and action query parameters are required", http.StatusBadRequest)
 			return
 		}
-		writeAdminJSON(w, map[string]int{"calls": s.Calls(q.Get("service"), q.Get("action"))})
+		calls := s.Calls(q.Get("service"), q.Get("action"))
+		if key := q.Get("accessKey"); key != "" {
+			calls = s.CallsBy(q.Get("service"), q.Get("action"), key)
+		}
+		writeAdminJSON(w, map[string]int{"calls": calls})
 	})
 	mux.HandleFunc("POST "+AdminPathPrefix+"response-delays", func(w http.ResponseWriter, r *http.Request) {
 		var d AdminResponseDelay

@@ -91,6 +91,19 @@ func (c *AdminClient) Calls(ctx context.Context, service, action string) (int, e
 	return out.Calls, nil
 }
 
+// CallsBy reports how many times service's action was called with the access key ID
+// accessKey: one process's calls, when several share the emulator.
+func (c *AdminClient) CallsBy(ctx context.Context, service, action, accessKey string) (int, error) {
+	var out struct {
+		Calls int `json:"calls"`
+	}
+	path := "calls?service=" + url.QueryEscape(service) + "&action=" + url.QueryEscape(action) + "&accessKey=" + url.QueryEscape(accessKey)
+	if err := c.do(ctx, http.MethodGet, path, nil, &out); err != nil {
+		return 0, err
+	}
+	return out.Calls, nil
+}
+
 // do sends one admin request with in as its JSON body (when not nil) and decodes the answer
 // into out (when not nil).
 func (c *AdminClient) do(ctx context.Context, method, path string, in, out any) error {

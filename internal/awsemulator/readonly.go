@@ -11,6 +11,14 @@ import (
 // accessKeyOf reads the access key ID from a SigV4 Authorization header.
 var accessKeyOf = regexp.MustCompile(`Credential=([^/]+)/`)
 
+// callerOf is the access key ID r is signed with, or "".
+func callerOf(r *http.Request) string {
+	if m := accessKeyOf.FindStringSubmatch(r.Header.Get("Authorization")); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
 // readOnlyPrefixes name the calls that only read: what a read-only IAM policy
 // (ec2:Describe*, pricing:GetProducts, ssm:GetParameter...) allows.
 var readOnlyPrefixes = []string{"Describe", "Get", "List"}

@@ -9,4 +9,6 @@ func (s *Server) register() {
 	s.registerResources()
 	s.registerLaunch()
 	s.registerSQS()
+	s.registerEKS()
+	s.registerARC()
 }

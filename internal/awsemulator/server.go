@@ -26,6 +26,8 @@ const (
 	ServiceSSM     = "ssm"
 	ServicePricing = "pricing"
 	ServiceSQS     = "sqs"
+	ServiceARC     = "arc-zonal-shift"
+	ServiceEKS     = "eks"
 )
 
 // DefaultRegion is the region a Server answers for unless Options say otherwise.
@@ -45,6 +47,9 @@ type Options struct {
 	// ReadOnlyAccessKeys are access key IDs allowed only Describe*, Get* and List* calls
 	// (readonly.go); any other key may call anything.
 	ReadOnlyAccessKeys []string
+	// Cluster is the EKS cluster the account runs (eks.go); its zero fields take
+	// DefaultEKSCluster's.
+	Cluster EKSCluster
 }
 
 // Server is a running emulator. Create it with NewServer and Close it when done.
@@ -59,12 +64,16 @@ type Server struct {
 	readOnlyKeys []string
 
 	// mu guards every piece of emulated state; actions run with it held.
-	mu      sync.Mutex
-	query   map[string]queryAction // "<service>:<Action>"
-	json    map[string]jsonAction  // "<service>:<Operation>"
-	faults  []*Fault
+	mu     sync.Mutex
+	query  map[string]queryAction    // "<service>:<Action>"
+	json   map[string]jsonAction     // "<service>:<Operation>"
+	rest   map[string]*http.ServeMux // REST-JSON routes by service (rest.go)
+	faults []*Fault
+	// calls counts calls by "<service>:<Action>" and by "<service>:<Action>:<access key>".
 	calls   map[string]int
 	started time.Time
+	// now is the emulator's clock (time.Now); tests of expiring state set it.
+	now func() time.Time
 
 	// resources holds subnets, security groups, images, capacity reservations, SSM
 	// parameters and IAM roles and instance profiles (resources*.go).
@@ -72,6 +81,8 @@ type Server struct {
 	catalog   *catalogState // instance types, offerings and prices (catalog*.go)
 	launch    *launchState  // launch templates, fleets and instances (launch*.go, fleet.go, instances.go)
 	sqs       *sqsState     // queues and messages (sqs*.go)
+	cluster   EKSCluster    // the EKS cluster (eks.go)
+	shifts    *shiftState   // ARC zonal shifts (arc.go)
 }
 
 // NewServer starts an emulator on 127.0.0.1 with its built-in catalog and state.
@@ -81,12 +92,15 @@ func NewServer(opts Options) *Server {
 		readOnlyKeys: opts.ReadOnlyAccessKeys,
 		query:        map[string]queryAction{},
 		json:         map[string]jsonAction{},
+		rest:         map[string]*http.ServeMux{},
 		calls:        map[string]int{},
 		started:      time.Now(),
+		now:          time.Now,
 	}
 	if s.Region == "" {
 		s.Region = DefaultRegion
 	}
+	s.cluster = opts.Cluster.withDefaults(s.Region)
 	s.register()
 	s.httpServer = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
 	s.URL = s.httpServer.URL
@@ -143,6 +157,14 @@ func (s *Server) Calls(service, action string) int {
 	return s.calls[service+":"+action]
 }
 
+// CallsBy reports how many times service's action was called with the access key ID: one
+// caller's calls, when several processes share the emulator.
+func (s *Server) CallsBy(service, action, accessKey string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls[service+":"+action+":"+accessKey]
+}
+
 var credentialScope = regexp.MustCompile(`Credential=[^/]+/[0-9]{8}/[^/]+/([a-z0-9-]+)/aws4_request`)
 
 // serviceOf reads the signing service from the Authorization header.
@@ -167,6 +189,8 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveQuery(w, r, service, body, requestID)
 	case ServiceSSM, ServicePricing, ServiceSQS:
 		s.serveJSON(w, r, service, body, requestID)
+	case ServiceARC, ServiceEKS:
+		s.serveREST(w, r, service, body, requestID)
 	default:
 		http.Error(w, fmt.Sprintf("awsemulator: no emulated service %q (Authorization %q)", service, r.Header.Get("Authorization")), http.StatusBadRequest)
 	}
@@ -179,7 +203,7 @@ func (s *Server) serveQuery(w http.ResponseWriter, r *http.Request, service stri
 		return
 	}
 	action := q.Get("Action")
-	result, err := s.dispatch(r.Context(), service, action, func(ctx context.Context) (any, error) {
+	result, err := s.dispatch(r.Context(), service, action, callerOf(r), func(ctx context.Context) (any, error) {
 		if err := s.authorize(r, action); err != nil {
 			return nil, err
 		}
@@ -230,7 +254,7 @@ func (s *Server) serveQuery(w http.ResponseWriter, r *http.Request, service stri
 func (s *Server) serveJSON(w http.ResponseWriter, r *http.Request, service string, body []byte, requestID string) {
 	target := r.Header.Get("X-Amz-Target")
 	operation := target[strings.LastIndex(target, ".")+1:]
-	result, err := s.dispatch(r.Context(), service, operation, func(ctx context.Context) (any, error) {
+	result, err := s.dispatch(r.Context(), service, operation, callerOf(r), func(ctx context.Context) (any, error) {
 		if err := s.authorize(r, operation); err != nil {
 			return nil, err
 		}
@@ -276,10 +300,12 @@ func (s *Server) serveJSON(w http.ResponseWriter, r *http.Request, service strin
 	_, _ = w.Write(body)
 }
 
-// dispatch counts the call, applies injected faults, and runs the action with the state lock.
-func (s *Server) dispatch(ctx context.Context, service, action string, run func(context.Context) (any, error)) (any, error) {
+// dispatch counts the call (also under the caller's access key), applies injected faults, and
+// runs the action with the state lock.
+func (s *Server) dispatch(ctx context.Context, service, action, caller string, run func(context.Context) (any, error)) (any, error) {
 	s.mu.Lock()
 	s.calls[service+":"+action]++
+	s.calls[service+":"+action+":"+caller]++
 	fault := s.takeFault(service, action)
 	s.mu.Unlock()
 	if fault != nil {

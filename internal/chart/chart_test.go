@@ -234,6 +234,7 @@ func TestRenderNonDefaultValues(t *testing.T) {
 		"FEATURE_GATES":    "CapacityBuffer=false,NodeOverlay=false,NodeRepair=true,ReservedCapacity=true,SpotToSpotConsolidation=true,StaticCapacity=false",
 		"LOG_OUTPUT_PATHS": "stdout,/var/log/joinery/joinery.log", "LOG_ERROR_OUTPUT_PATHS": "/var/log/joinery/errors.log",
 		"ENABLE_PROFILING": "true", "AMI_REFRESH_INTERVAL": "10m", "SUBNET_REFRESH_INTERVAL": "2m", "DISABLE_DRY_RUN": "true",
+		"ENABLE_ZONAL_SHIFT": "true", "EKS_CONTROL_PLANE": "true",
 	} {
 		if env[name] != want {
 			t.Errorf("controller env %s=%q, want %q", name, env[name], want)
@@ -243,7 +244,9 @@ func TestRenderNonDefaultValues(t *testing.T) {
 	for _, e := range scheduler.Spec.Template.Spec.Containers[0].Env {
 		schedulerEnv[e.Name] = e.Value
 	}
-	for name, want := range map[string]string{"LOG_OUTPUT_PATHS": "stdout,/var/log/joinery/joinery.log", "ENABLE_PROFILING": "true"} {
+	// The scheduler follows zonal shifts too, so it needs the cluster's name.
+	for name, want := range map[string]string{"LOG_OUTPUT_PATHS": "stdout,/var/log/joinery/joinery.log", "ENABLE_PROFILING": "true",
+		"CLUSTER_NAME": "prod", "ENABLE_ZONAL_SHIFT": "true"} {
 		if schedulerEnv[name] != want {
 			t.Errorf("scheduler env %s=%q, want %q", name, schedulerEnv[name], want)
 		}

@@ -38,7 +38,7 @@ const clusterDNS = "10.0.0.10"
 // disabled, so that nothing on the machine (profiles, SSO, an EC2 role) ever reaches real AWS
 // or slows start-up.
 var awsCredentials = []string{
-	"AWS_ACCESS_KEY_ID=AKIAJOINERYLOCAL",
+	"AWS_ACCESS_KEY_ID=" + ControllerAWSAccessKey,
 	"AWS_SECRET_ACCESS_KEY=local-cluster-secret",
 	"AWS_SESSION_TOKEN=",
 	"AWS_PROFILE=",
@@ -46,6 +46,15 @@ var awsCredentials = []string{
 	"AWS_SHARED_CREDENTIALS_FILE=/dev/null",
 	"AWS_EC2_METADATA_DISABLED=true",
 }
+
+// ControllerAWSAccessKey is the access key joinery-controller signs its emulator calls with;
+// the emulator counts calls per key (awsemulator.AdminClient.CallsBy).
+const ControllerAWSAccessKey = "AKIAJOINERYLOCAL"
+
+// AWSZonalShiftPollInterval is how often joinery's binaries list zonal shifts in the local
+// cluster, where tests start and cancel them: far below the default, so a shift takes effect
+// in seconds.
+const AWSZonalShiftPollInterval = "1s"
 
 // SchedulerAWSAccessKey is the access key joinery-scheduler signs its emulator calls with.
 // The emulator lets it only read (Describe*, Get*, List*), as a read-only IAM policy would:
@@ -72,6 +81,9 @@ func (c *Cluster) awsEmulator() component {
 				"--cluster-name=" + AWSClusterName,
 				"--create-queues=" + AWSInterruptionQueue,
 				"--read-only-access-keys=" + SchedulerAWSAccessKey,
+				// eks:DescribeCluster reports the cluster's service range (the kubeconfig's API
+				// server and CA are the emulator's defaults).
+				"--cluster-service-cidr=" + serviceCIDR,
 			}, nil
 		},
 		ready: func(ctx context.Context) error {
@@ -99,8 +111,9 @@ func (c *Cluster) CloudProvider() string {
 }
 
 // cloudProviderArgs are the flags that point a joinery binary at the cluster's cloud
-// provider. The controller also learns what nodes join with; the API server and its CA come
-// from its kubeconfig.
+// provider. Both follow the cluster's zonal shifts, which tests start. The controller also
+// learns what nodes join with: the cluster DNS from its flag, the API server, CA and service
+// CIDR from eks:DescribeCluster, as on EKS.
 func (c *Cluster) cloudProviderArgs(controller bool) []string {
 	if c.CloudProvider() != CloudProviderAWS {
 		return []string{"--cloud-provider=" + CloudProviderKwok}
@@ -110,9 +123,11 @@ func (c *Cluster) cloudProviderArgs(controller bool) []string {
 		"--cluster-name=" + AWSClusterName,
 		"--aws-region=" + AWSRegion,
 		"--aws-endpoint-url=" + c.AWSEmulatorURL(),
+		"--enable-zonal-shift",
+		"--zonal-shift-poll-interval=" + AWSZonalShiftPollInterval,
 	}
 	if controller {
-		args = append(args, "--cluster-dns="+clusterDNS, "--cluster-service-cidr="+serviceCIDR, "--interruption-queue="+AWSInterruptionQueue)
+		args = append(args, "--cluster-dns="+clusterDNS, "--eks-control-plane", "--interruption-queue="+AWSInterruptionQueue)
 	}
 	return args
 }

@@ -74,15 +74,15 @@ func TestCloudProviderArgs(t *testing.T) {
 	aws := &Cluster{opts: Options{CloudProvider: CloudProviderAWS}, awsEmulatorPort: 4566}
 	controller := aws.cloudProviderArgs(true)
 	for _, want := range []string{"--cloud-provider=aws", "--cluster-name=" + AWSClusterName, "--aws-region=" + AWSRegion,
-		"--aws-endpoint-url=http://127.0.0.1:4566", "--cluster-dns=" + clusterDNS, "--cluster-service-cidr=" + serviceCIDR,
-		"--interruption-queue=" + AWSInterruptionQueue} {
+		"--aws-endpoint-url=http://127.0.0.1:4566", "--cluster-dns=" + clusterDNS, "--eks-control-plane",
+		"--enable-zonal-shift", "--interruption-queue=" + AWSInterruptionQueue} {
 		if !slices.Contains(controller, want) {
 			t.Errorf("controller args %v lack %s", controller, want)
 		}
 	}
 	scheduler := aws.cloudProviderArgs(false)
-	if !slices.Contains(scheduler, "--aws-endpoint-url=http://127.0.0.1:4566") || slices.ContainsFunc(scheduler, func(a string) bool {
-		return strings.HasPrefix(a, "--cluster-dns") || strings.HasPrefix(a, "--interruption-queue")
+	if !slices.Contains(scheduler, "--aws-endpoint-url=http://127.0.0.1:4566") || !slices.Contains(scheduler, "--enable-zonal-shift") || slices.ContainsFunc(scheduler, func(a string) bool {
+		return strings.HasPrefix(a, "--cluster-dns") || strings.HasPrefix(a, "--interruption-queue") || strings.HasPrefix(a, "--eks-control-plane")
 	}) {
 		t.Errorf("scheduler args %v: want the provider flags without the node bootstrap ones", scheduler)
 	}

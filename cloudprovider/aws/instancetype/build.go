@@ -43,6 +43,7 @@ type builder struct {
 
 	unavailable         map[cloudprovider.OfferingKey]time.Time
 	reservationCapacity map[string]int
+	zonesAway           sets.Set[string] // zone IDs
 }
 
 func (p *Provider) newBuilder(class *awsv1.EC2NodeClass, opts ListOptions) (*builder, error) {
@@ -72,6 +73,7 @@ func (p *Provider) newBuilder(class *awsv1.EC2NodeClass, opts ListOptions) (*bui
 		reservations:        map[string][]awsv1.CapacityReservation{},
 		unavailable:         opts.Unavailable,
 		reservationCapacity: opts.ReservationCapacity,
+		zonesAway:           opts.ZonesAway,
 	}
 	if build := awsv1.WindowsBuild(b.family); build != "" {
 		b.os, b.windowsBuild = string(corev1.Windows), build
@@ -191,7 +193,13 @@ func (b *builder) offerings(info *ec2types.InstanceTypeInfo, offeredIn sets.Set[
 	return out
 }
 
+// available reports whether an offering may be planned and launched: not recently refused, and
+// not in a zone traffic is shifted away from. ARC names zones by ID; a subnet without a zone ID
+// is matched by the zone's name.
 func (b *builder) available(capacityType, instanceType, zone string) bool {
+	if id, ok := b.zoneIDs[zone]; ok && b.zonesAway.Has(id) || !ok && b.zonesAway.Has(zone) {
+		return false
+	}
 	_, unavailable := b.unavailable[cloudprovider.OfferingKey{CapacityType: capacityType, InstanceType: instanceType, Zone: zone}]
 	return !unavailable
 }

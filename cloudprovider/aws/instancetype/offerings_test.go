@@ -5,11 +5,13 @@ import (
 	"errors"
 	"math"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
 	awspricing "github.com/aws/aws-sdk-go-v2/service/pricing"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	awsv1 "github.com/joinery-dev/joinery/apis/aws/v1"
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
@@ -397,5 +399,53 @@ func TestOnDemandOfferingsUseTheFallbackWhenPricingIsDenied(t *testing.T) {
 	// Spot prices came through: the denial was the Pricing API's only.
 	if o := offering(byName(its)["m5.large"], karpv1.CapacityTypeSpot, "us-west-2a"); o == nil || !o.Available {
 		t.Errorf("spot m5.large = %+v", o)
+	}
+}
+
+// TestZonesAway: a zone under a zonal shift (named by ARC's zone ID) keeps its offerings
+// listed, but none is available, whatever the capacity type; the other zones are untouched.
+func TestZonesAway(t *testing.T) {
+	e := newEnv(t)
+	noZoneIDs := e.resolvedClass()
+	for i := range noZoneIDs.Status.Subnets {
+		noZoneIDs.Status.Subnets[i].ZoneID = ""
+	}
+	cases := []struct {
+		name  string
+		class *awsv1.EC2NodeClass
+		away  sets.Set[string]
+		// unavailable are the zones whose every offering must be unavailable.
+		unavailable []string
+	}{
+		{name: "no shift: every zone available", class: e.resolvedClass()},
+		{name: "the zone ID of us-west-2a", class: e.resolvedClass(), away: sets.New("usw2-az2"), unavailable: []string{"us-west-2a"}},
+		{name: "two zones", class: e.resolvedClass(), away: sets.New("usw2-az2", "usw2-az3"), unavailable: []string{"us-west-2a", "us-west-2c"}},
+		{name: "a zone the class has no subnet in changes nothing", class: e.resolvedClass("us-west-2a", "us-west-2b"), away: sets.New("usw2-az3")},
+		{name: "subnets without zone IDs match the zone's name", class: noZoneIDs, away: sets.New("us-west-2b"), unavailable: []string{"us-west-2b"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			its, err := e.provider(t, instancetype.Options{}).List(context.Background(), tc.class, instancetype.ListOptions{ZonesAway: tc.away})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m5 := byName(its)["m5.large"]
+			zones := sets.New[string]()
+			for _, o := range m5.Offerings {
+				zones.Insert(o.Zone())
+				if want := !slices.Contains(tc.unavailable, o.Zone()); o.Available != want {
+					t.Errorf("%s %s available = %v, want %v", o.CapacityType(), o.Zone(), o.Available, want)
+				}
+			}
+			for _, z := range tc.unavailable {
+				if !zones.Has(z) {
+					t.Errorf("no offering listed in %s: a shifted zone's offerings stay listed", z)
+				}
+				in := scheduling.NewRequirements(scheduling.NewRequirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, z))
+				if m5.CompatibleWith(in) {
+					t.Errorf("m5.large is compatible with %s while traffic is shifted away from it", z)
+				}
+			}
+		})
 	}
 }

@@ -177,6 +177,9 @@ type ListOptions struct {
 	// ReservationCapacity is how many more instances each capacity reservation (by id) can
 	// launch. A reservation it does not list counts as having room for one.
 	ReservationCapacity map[string]int
+	// ZonesAway are the IDs of zones under an active zonal shift (ENABLE_ZONAL_SHIFT): their
+	// offerings are listed but not available, as refused offerings are, until the shift ends.
+	ZonesAway sets.Set[string]
 }
 
 // ErrNotLoaded means instance types could not be loaded yet.

@@ -78,6 +78,9 @@ type env struct {
 	instances *instance.Provider
 	// newProvider builds another provider over the same emulator and class with opts' Overlay.
 	newProvider func(overlay cloudprovider.Overlay) *provider.Provider
+	// withOptions builds another provider over the same emulator and class, its options
+	// changed by mutate.
+	withOptions func(mutate func(*provider.Options)) *provider.Provider
 }
 
 func newEnv(t *testing.T, mutate ...func(*awsv1.EC2NodeClass)) *env {
@@ -146,11 +149,16 @@ func newEnv(t *testing.T, mutate ...func(*awsv1.EC2NodeClass)) *env {
 	e := &env{srv: srv, ec2: ec2Client, kube: kube, recorder: &recorder{marked: map[cloudprovider.OfferingKey]time.Time{}}}
 	e.instances = instance.New(ec2Client, instance.Options{ClusterName: cluster})
 	templates := launchtemplate.New(ec2Client, launchtemplate.Options{ClusterName: cluster})
-	e.newProvider = func(overlay cloudprovider.Overlay) *provider.Provider {
-		return provider.New(kube, its, templates, e.instances, provider.Options{
+	e.withOptions = func(mutate func(*provider.Options)) *provider.Provider {
+		opts := provider.Options{
 			Cluster:     amifamily.Cluster{Name: cluster, Endpoint: "https://127.0.0.1:6443", CABundle: "Y2E=", DNSIP: "10.100.0.10"},
-			Unavailable: e.recorder, Logger: log, Overlay: overlay,
-		})
+			Unavailable: e.recorder, Logger: log,
+		}
+		mutate(&opts)
+		return provider.New(kube, its, templates, e.instances, opts)
+	}
+	e.newProvider = func(overlay cloudprovider.Overlay) *provider.Provider {
+		return e.withOptions(func(o *provider.Options) { o.Overlay = overlay })
 	}
 	e.p = e.newProvider(nil)
 	return e

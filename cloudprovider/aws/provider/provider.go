@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -39,6 +40,13 @@ type UnavailableOfferings interface {
 	MarkUnavailable(ctx context.Context, ttl time.Duration, offerings ...cloudprovider.OfferingKey) error
 }
 
+// ZonalShifts says which zones the cluster's traffic is shifted away from (zonalshift.Watcher
+// implements it).
+type ZonalShifts interface {
+	// AwayFrom returns the IDs of the zones under an active shift now.
+	AwayFrom() sets.Set[string]
+}
+
 // Options configure a Provider.
 type Options struct {
 	// Cluster is what nodes need to join; Cluster.Name also tags and selects the cluster's
@@ -47,6 +55,9 @@ type Options struct {
 	// Unavailable is the shared record of refused offerings; without it refusals are only
 	// remembered by this process.
 	Unavailable UnavailableOfferings
+	// ZonalShifts, when not nil (ENABLE_ZONAL_SHIFT), makes the offerings of zones under an
+	// active zonal shift unavailable for listing and launching alike.
+	ZonalShifts ZonalShifts
 	// MaxInstanceTypes caps how many instance types one fleet request lists (cheapest kept);
 	// DefaultMaxInstanceTypes when zero.
 	MaxInstanceTypes int
@@ -114,7 +125,7 @@ func (p *Provider) RepairPolicies() []cloudprovider.RepairPolicy {
 }
 
 // GetInstanceTypes returns the instance types nodePool's EC2NodeClass can launch, with offerings
-// refused recently marked unavailable.
+// refused recently, and those in zones under a zonal shift, marked unavailable.
 func (p *Provider) GetInstanceTypes(ctx context.Context, nodePool *karpv1.NodePool) ([]*cloudprovider.InstanceType, error) {
 	if nodePool == nil {
 		return nil, fmt.Errorf("aws provider: instance types need a nodepool's ec2nodeclass")
@@ -129,7 +140,11 @@ func (p *Provider) GetInstanceTypes(ctx context.Context, nodePool *karpv1.NodePo
 // listInstanceTypes lists what class can launch as the NodePool named nodePool sees it (with
 // the overlay applied): listing and launching share it.
 func (p *Provider) listInstanceTypes(ctx context.Context, class *awsv1.EC2NodeClass, nodePool string) (cloudprovider.InstanceTypes, error) {
-	its, err := p.instanceTypes.List(ctx, class, instancetype.ListOptions{Unavailable: p.unavailable.offerings(ctx)})
+	opts := instancetype.ListOptions{Unavailable: p.unavailable.offerings(ctx)}
+	if p.opts.ZonalShifts != nil {
+		opts.ZonesAway = p.opts.ZonalShifts.AwayFrom()
+	}
+	its, err := p.instanceTypes.List(ctx, class, opts)
 	if err != nil {
 		return nil, fmt.Errorf("listing instance types of ec2nodeclass %s: %w", class.Name, err)
 	}
