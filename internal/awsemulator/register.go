@@ -8,5 +8,6 @@ func (s *Server) register() {
 	s.registerCatalog()
 	s.registerResources()
 	s.registerLaunch()
+	s.registerPlacementGroups()
 	s.registerSQS()
 }
