@@ -33,8 +33,8 @@ spec:
 %[4]s`, name, localcluster.AWSClusterName, localcluster.AWSNodeRole, extra))
 }
 
-// condition returns the class's condition of condType, or nil.
-func condition(class *unstructured.Unstructured, condType string) map[string]any {
+// classCondition returns the class's condition of condType, or nil.
+func classCondition(class *unstructured.Unstructured, condType string) map[string]any {
 	conds, _, _ := unstructured.NestedSlice(class.Object, "status", "conditions")
 	for _, c := range conds {
 		if m, ok := c.(map[string]any); ok && m["type"] == condType {
@@ -62,7 +62,7 @@ func TestPlacementGroupLaunches(t *testing.T) {
 
 	createPlacementNodeClass(t, pool, fmt.Sprintf("  placementGroupSelector: {name: %q}\n  ipPrefixCount: 1\n", pool))
 	class := awaitNodeClassReady(t, pool)
-	if c := condition(class, awsv1.ConditionTypePlacementGroupReady); c == nil || c["status"] != "True" {
+	if c := classCondition(class, awsv1.ConditionTypePlacementGroupReady); c == nil || c["status"] != "True" {
 		t.Fatalf("PlacementGroupReady = %v", c)
 	}
 	groups, _, _ := unstructured.NestedSlice(class.Object, "status", "placementGroups")
@@ -98,7 +98,7 @@ func TestPlacementGroupLaunches(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		pg, ready := condition(class, awsv1.ConditionTypePlacementGroupReady), condition(class, awsv1.ConditionTypeReady)
+		pg, ready := classCondition(class, awsv1.ConditionTypePlacementGroupReady), classCondition(class, awsv1.ConditionTypeReady)
 		if pg == nil || ready == nil {
 			return false, nil
 		}
