@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 )
 
 // PlacementGroup is an emulated EC2 placement group.
@@ -177,6 +178,7 @@ func (s *Server) describePlacementGroups(_ context.Context, q Query) (any, error
 	for _, id := range slices.Compact(matched) {
 		out = append(out, s.placementGroupInfo(r.groups()[id]))
 	}
+	slices.SortFunc(out, func(a, b placementGroupXML) int { return strings.Compare(a.GroupName, b.GroupName) }) // by name, as a reader expects
 	return struct {
 		PlacementGroups []placementGroupXML `xml:"placementGroupSet>item"`
 	}{out}, nil
