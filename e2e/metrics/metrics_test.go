@@ -154,6 +154,7 @@ var want = []expected{
 	{controller, "karpenter_interruption_received_messages_total", "counter", []string{"message_type"}, present},
 	{controller, "karpenter_interruption_deleted_messages_total", "counter", nil, present},
 	{controller, "karpenter_interruption_message_queue_duration_seconds", "histogram", nil, present},
+	{controller, "karpenter_interruption_instance_status_unhealthy_total", "counter", []string{"category"}, present},
 }
 
 // TestOptionalRowsHaveReasons: a row is optional only with a reason, and every reason is for an

@@ -286,6 +286,9 @@ func (s *Server) resolvePool(req *fleetRequest, p *pool, spot map[offering]float
 // parameters.
 func (s *Server) validatePool(p *pool) *APIError {
 	r, lt := s.resources, p.template
+	if _, apiErr := s.templatePlacementGroup(lt); apiErr != nil {
+		return apiErr
+	}
 	typeName := cmp.Or(p.override.InstanceType, lt.Data.InstanceType)
 	it, ok := s.catalog.byName[typeName]
 	if !ok {
@@ -486,6 +489,8 @@ func (s *Server) launchInstance(req *fleetRequest, p *pool, fleetID, reservation
 	if public := lt.Data.AssociatePublicIPAddress; public != nil && *public || public == nil && sn.MapPublicIPOnLaunch {
 		inst.PublicIP = fmt.Sprintf("54.%d.%d.%d", 200+l.seq/65536%50, l.seq/256%256, l.seq%256)
 	}
+	inst.IPv4PrefixCount = lt.Data.IPv4PrefixCount
+	s.place(inst, lt)
 	inst.BlockDeviceMappings = slices.Clone(lt.Data.BlockDeviceMappings)
 	inst.VolumeTags = maps.Clone(lt.Data.TagSpecifications["volume"])
 	if inst.VolumeTags == nil {

@@ -78,6 +78,9 @@ type instanceXML struct {
 		AvailabilityZone   string `xml:"availabilityZone"`
 		AvailabilityZoneID string `xml:"availabilityZoneId"`
 		Tenancy            string `xml:"tenancy"`
+		GroupName          string `xml:"groupName,omitempty"`
+		GroupID            string `xml:"groupId,omitempty"`
+		PartitionNumber    int32  `xml:"partitionNumber,omitempty"`
 	} `xml:"placement"`
 	Platform   string `xml:"platform,omitempty"`
 	Monitoring struct {
@@ -121,6 +124,7 @@ func (s *Server) instanceInfo(inst *Instance) instanceXML {
 	}
 	zone, _ := s.zone(inst.Zone)
 	out.Placement.AvailabilityZone, out.Placement.AvailabilityZoneID, out.Placement.Tenancy = inst.Zone, zone.ID, "default"
+	out.Placement.GroupName, out.Placement.GroupID, out.Placement.PartitionNumber = inst.Placement.GroupName, inst.Placement.GroupID, inst.Placement.PartitionNumber
 	out.Monitoring.State = "disabled"
 	if inst.Monitoring {
 		out.Monitoring.State = "enabled"

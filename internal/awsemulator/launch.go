@@ -37,6 +37,13 @@ type LaunchTemplateData struct {
 	CapacityReservationID string
 	// MarketType is InstanceMarketOptions.MarketType (spot, capacity-block) or empty.
 	MarketType string
+	// PlacementGroupID or PlacementGroupName is the placement group launches go into, and
+	// PartitionNumber the partition, if the template names one.
+	PlacementGroupID   string
+	PlacementGroupName string
+	PartitionNumber    int32
+	// IPv4PrefixCount is the primary interface's Ipv4PrefixCount.
+	IPv4PrefixCount int32
 }
 
 // BlockDeviceMapping is one EBS volume of a launch template.
@@ -107,7 +114,11 @@ type Instance struct {
 	Tags                  map[string]string
 	// VolumeTags are the tags its EBS volumes were created with.
 	VolumeTags map[string]string
-	LaunchTime time.Time
+	// Placement is the instance's placement group and partition, if any.
+	Placement Placement
+	// IPv4PrefixCount is the number of IPv4 prefixes on its primary interface.
+	IPv4PrefixCount int32
+	LaunchTime      time.Time
 	// StateChanged is when the instance entered State.
 	StateChanged time.Time
 }
@@ -124,6 +135,8 @@ type launchState struct {
 	launchErrors map[offering]string
 	// nextHost is the next host number handed out per subnet.
 	nextHost map[string]uint32
+	// health is what status checks report per instance (instance_status.go); made on first use.
+	health map[string]*instanceHealth
 	// pendingFor and shuttingDownFor are how long instances stay in the transitional states.
 	pendingFor, shuttingDownFor time.Duration
 	seq                         int
@@ -152,6 +165,7 @@ func (s *Server) registerLaunch() {
 	s.handleQuery(ServiceEC2, "DeleteLaunchTemplate", s.deleteLaunchTemplate)
 	s.handleQuery(ServiceEC2, "CreateFleet", s.createFleet)
 	s.handleQuery(ServiceEC2, "DescribeInstances", s.describeInstances)
+	s.handleQuery(ServiceEC2, "DescribeInstanceStatus", s.describeInstanceStatus)
 	s.handleQuery(ServiceEC2, "TerminateInstances", s.terminateInstances)
 	s.handleQuery(ServiceEC2, "CreateTags", s.createTags)
 	s.handleQuery(ServiceEC2, "RunInstances", s.runInstances)

@@ -80,7 +80,18 @@ func parseLaunchTemplateData(d Query) (LaunchTemplateData, error) {
 			out.AssociatePublicIPAddress = &b
 		}
 		out.SecurityGroupIDs = append(out.SecurityGroupIDs, ni.List("SecurityGroupId")...)
+		prefixes, err := ni.Int("Ipv4PrefixCount", 0)
+		if err != nil {
+			return out, err
+		}
+		out.IPv4PrefixCount = int32(prefixes)
 	}
+	out.PlacementGroupID, out.PlacementGroupName = d.Get("Placement.GroupId"), d.Get("Placement.GroupName")
+	partition, err := d.Int("Placement.PartitionNumber", 0)
+	if err != nil {
+		return out, err
+	}
+	out.PartitionNumber = int32(partition)
 	out.SecurityGroupIDs = dedupe(out.SecurityGroupIDs)
 	for _, m := range d.Members("BlockDeviceMapping") {
 		bdm := BlockDeviceMapping{

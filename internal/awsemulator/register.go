@@ -8,6 +8,7 @@ func (s *Server) register() {
 	s.registerCatalog()
 	s.registerResources()
 	s.registerLaunch()
+	s.registerPlacementGroups()
 	s.registerSQS()
 	s.registerEKS()
 	s.registerARC()

@@ -126,6 +126,7 @@ type resourceState struct {
 	parameters       map[string]*Parameter
 	roles            map[string]*Role
 	instanceProfiles map[string]*InstanceProfile
+	placementGroups  map[string]*PlacementGroup // by id; made on first use
 	// instanceProfileLimit is the account's quota; CreateInstanceProfile answers LimitExceeded
 	// beyond it.
 	instanceProfileLimit int

@@ -144,3 +144,18 @@ func ScheduledChangeEvent(region string, instanceIDs ...string) string {
 	}
 	return event(region, "AWS Health Event", "aws.health", resources, detail)
 }
+
+// CapacityReservationInterruption is the "EC2 Capacity Reservation Instance Interruption
+// Warning" EC2 sends before it reclaims an instance of an interruptible capacity reservation.
+func (s *Server) CapacityReservationInterruption(instanceID string) string {
+	return CapacityReservationInterruptionEvent(s.Region, instanceID)
+}
+
+// CapacityReservationInterruptionEvent is the "EC2 Capacity Reservation Instance Interruption
+// Warning" EC2 sends before it reclaims an instance of an interruptible capacity reservation.
+func CapacityReservationInterruptionEvent(region, instanceID string) string {
+	return event(region, "EC2 Capacity Reservation Instance Interruption Warning", "aws.ec2", []string{instanceARN(region, instanceID)}, map[string]string{
+		"instance-id":     instanceID,
+		"instance-action": "terminate",
+	})
+}

@@ -139,6 +139,18 @@ type EC2NodeClassSpec struct {
 	// AssociatePublicIPAddress overrides the subnet's MapPublicIpOnLaunch setting.
 	// +optional
 	AssociatePublicIPAddress *bool `json:"associatePublicIPAddress,omitempty"`
+
+	// IPPrefixCount is the number of IPv4 prefixes (/28 blocks) EC2 assigns to the primary
+	// network interface at launch (the launch template's Ipv4PrefixCount). It changes neither
+	// the drift hash nor the pod density joinery plans with, as in Karpenter.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	IPPrefixCount *int32 `json:"ipPrefixCount,omitempty"`
+
+	// PlacementGroupSelector selects the one existing EC2 placement group, by name or by id,
+	// that every instance of this class launches into.
+	// +optional
+	PlacementGroupSelector *PlacementGroupSelector `json:"placementGroupSelector,omitempty"`
 }
 
 // AMI families, the values of spec.amiFamily.

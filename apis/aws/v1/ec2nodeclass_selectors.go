@@ -108,3 +108,20 @@ type CapacityReservationSelectorTerm struct {
 	// +optional
 	OwnerID string `json:"ownerID,omitempty"`
 }
+
+// PlacementGroupSelector selects one placement group by name or by id. The group must exist:
+// joinery neither creates nor deletes placement groups.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.name) != has(self.id)",message="expected exactly one of ['name', 'id']"
+type PlacementGroupSelector struct {
+	// Name is the placement group's name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	// +optional
+	Name string `json:"name,omitempty"`
+
+	// ID is the placement group's id; a group shared from another account is selected by id.
+	// +kubebuilder:validation:Pattern="^pg-[0-9a-z]+$"
+	// +optional
+	ID string `json:"id,omitempty"`
+}

@@ -36,6 +36,12 @@ type EC2NodeClassStatus struct {
 	// +optional
 	CapacityReservations []CapacityReservation `json:"capacityReservations,omitempty"`
 
+	// PlacementGroups holds the placement group spec.placementGroupSelector resolved to: one
+	// group, or none without a selector.
+	// +kubebuilder:validation:MaxItems=1
+	// +optional
+	PlacementGroups []PlacementGroup `json:"placementGroups,omitempty"`
+
 	// InstanceProfile is the instance profile in use: generated from spec.role, or
 	// spec.instanceProfile.
 	// +optional

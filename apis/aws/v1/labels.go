@@ -60,12 +60,14 @@ var InstanceTypeLabels = []string{
 }
 
 // WellKnownLabels are the AWS provider's well-known label keys: those of its offerings
-// (capacity reservation, zone ID) and of its instance types. The provider registers them with
+// (capacity reservation, zone ID), of its instance types and the placement group (not the
+// partition, which is known only after the launch). The provider registers them with
 // joinery's well-known labels at init (cloudprovider/aws/instancetype).
 var WellKnownLabels = append([]string{
 	LabelCapacityReservationID,
 	LabelCapacityReservationType,
 	LabelTopologyZoneID,
+	LabelPlacementGroupID,
 }, InstanceTypeLabels...)
 
 // Annotations and tags.

@@ -20,8 +20,12 @@ type Instance struct {
 	CapacityType          string
 	CapacityReservationID string
 	SecurityGroupIDs      []string
-	LaunchTime            time.Time
-	Tags                  map[string]string
+	// PlacementGroupID and PartitionNumber say where in a placement group the instance runs
+	// (the partition only in a partition group; 0 otherwise).
+	PlacementGroupID string
+	PartitionNumber  int32
+	LaunchTime       time.Time
+	Tags             map[string]string
 }
 
 // ProviderID is the instance's Kubernetes provider ID, aws:///<zone>/<instance-id>.

@@ -303,6 +303,8 @@ func fromEC2(i ec2types.Instance) Instance {
 	}
 	if i.Placement != nil {
 		out.Zone = aws.ToString(i.Placement.AvailabilityZone)
+		out.PlacementGroupID = aws.ToString(i.Placement.GroupId)
+		out.PartitionNumber = aws.ToInt32(i.Placement.PartitionNumber)
 	}
 	switch {
 	case i.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot:

@@ -124,6 +124,13 @@ func (b *builder) classLabels(static scheduling.Requirements, capacity corev1.Re
 	if b.windowsBuild != "" {
 		reqs.Add(scheduling.NewRequirement(corev1.LabelWindowsBuild, corev1.NodeSelectorOpIn, b.windowsBuild))
 	}
+	// Every instance of a class with a placement group launches into it; a class without one
+	// must not be chosen for a pod that asks for a group.
+	if pg := b.class.PlacementGroup(); pg != nil {
+		reqs.Add(scheduling.NewRequirement(awsv1.LabelPlacementGroupID, corev1.NodeSelectorOpIn, pg.ID))
+	} else {
+		reqs.Add(scheduling.NewRequirement(awsv1.LabelPlacementGroupID, corev1.NodeSelectorOpDoesNotExist))
+	}
 	return reqs
 }
 

@@ -1,6 +1,6 @@
 // Package interruption parses the EventBridge events an interruption queue receives: EC2 spot
-// interruption warnings, rebalance recommendations, instance state changes and AWS Health
-// scheduled changes. It knows the events' JSON shapes and nothing about the cluster; the
+// interruption warnings, rebalance recommendations, capacity reservation interruption warnings,
+// instance state changes and AWS Health scheduled changes. It knows the events' JSON shapes and nothing about the cluster; the
 // controller in cloudprovider/aws/controllers/interruption decides what each kind means for a node.
 package interruption
 
@@ -27,13 +27,23 @@ const (
 	InstanceStopped Kind = "instance_stopped"
 	// InstanceTerminated: the instance is shutting down or terminated.
 	InstanceTerminated Kind = "instance_terminated"
+	// CapacityReservationInterrupted: EC2 reclaims an instance running in an interruptible
+	// capacity reservation.
+	CapacityReservationInterrupted Kind = "capacity_reservation_interrupted"
+	// InstanceStatus, SystemStatus and EventStatus are not queue messages: EC2's
+	// DescribeInstanceStatus reports them, for an instance whose instance or system
+	// reachability check has failed, or that has a scheduled event.
+	InstanceStatus Kind = "instance_status"
+	SystemStatus   Kind = "system_status"
+	EventStatus    Kind = "event_status"
 	// NoOp: an event that needs no action, such as an instance entering "running", a health
 	// event of another category, or an event type this package does not know.
 	NoOp Kind = "no_op"
 )
 
 // Kinds lists every Kind, for initialising per-kind metrics.
-var Kinds = []Kind{SpotInterruption, RebalanceRecommendation, ScheduledChange, InstanceStopped, InstanceTerminated, NoOp}
+var Kinds = []Kind{SpotInterruption, RebalanceRecommendation, ScheduledChange, InstanceStopped, InstanceTerminated,
+	CapacityReservationInterrupted, InstanceStatus, SystemStatus, EventStatus, NoOp}
 
 // Event sources and detail types, as EventBridge names them.
 const (
@@ -44,6 +54,9 @@ const (
 	DetailTypeRebalanceRecommendation = "EC2 Instance Rebalance Recommendation"
 	DetailTypeStateChange             = "EC2 Instance State-change Notification"
 	DetailTypeHealth                  = "AWS Health Event"
+	// DetailTypeCapacityReservationInterruption is EventBridge's
+	// aws.ec2@EC2CapacityReservationInstanceInterruptionWarning.
+	DetailTypeCapacityReservationInterruption = "EC2 Capacity Reservation Instance Interruption Warning"
 )
 
 // Message is a parsed event.
@@ -109,6 +122,8 @@ func Parse(body string) (Message, error) {
 		return parseEC2(msg, env, SpotInterruption)
 	case env.Source == SourceEC2 && env.DetailType == DetailTypeRebalanceRecommendation:
 		return parseEC2(msg, env, RebalanceRecommendation)
+	case env.Source == SourceEC2 && env.DetailType == DetailTypeCapacityReservationInterruption:
+		return parseEC2(msg, env, CapacityReservationInterrupted)
 	case env.Source == SourceEC2 && env.DetailType == DetailTypeStateChange:
 		return parseEC2(msg, env, NoOp)
 	case env.Source == SourceHealth && env.DetailType == DetailTypeHealth:

@@ -181,13 +181,18 @@ func (p *Provider) createInput(name string, spec Spec) *ec2.CreateLaunchTemplate
 	if spec.InstanceProfile != "" {
 		data.IamInstanceProfile = &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String(spec.InstanceProfile)}
 	}
-	// A public IP setting lives on the primary interface, which then carries the groups too.
-	if spec.AssociatePublicIPAddress != nil {
+	// A public IP setting or prefixes live on the primary interface, which then carries the
+	// groups too (EC2 refuses groups both on the template and on an interface).
+	if spec.AssociatePublicIPAddress != nil || spec.IPv4PrefixCount != nil {
 		data.NetworkInterfaces = []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{{
 			DeviceIndex: aws.Int32(0), AssociatePublicIpAddress: spec.AssociatePublicIPAddress, Groups: spec.SecurityGroupIDs,
+			Ipv4PrefixCount: spec.IPv4PrefixCount,
 		}}
 	} else {
 		data.SecurityGroupIds = spec.SecurityGroupIDs
+	}
+	if spec.PlacementGroupID != "" {
+		data.Placement = &ec2types.LaunchTemplatePlacementRequest{GroupId: aws.String(spec.PlacementGroupID)}
 	}
 	if spec.CapacityReservationID != "" {
 		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{

@@ -37,6 +37,10 @@ type Spec struct {
 	// capacity block (market type capacity-block).
 	CapacityReservationID string `json:"capacityReservationID,omitempty"`
 	CapacityBlock         bool   `json:"capacityBlock,omitempty"`
+	// PlacementGroupID is the placement group instances launch into (Placement.GroupId).
+	PlacementGroupID string `json:"placementGroupID,omitempty"`
+	// IPv4PrefixCount is the number of IPv4 prefixes of the primary network interface.
+	IPv4PrefixCount *int32 `json:"ipv4PrefixCount,omitempty"`
 	// Tags go on the template and, through its tag specifications, on its network interfaces.
 	// Per-instance tags (the NodeClaim's) go on the fleet request instead, so that NodeClaims
 	// share templates.

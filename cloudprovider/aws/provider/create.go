@@ -80,7 +80,9 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*ka
 	}
 	p.log.V(1).Info("launched instance", "nodeclaim", nodeClaim.Name, "instance", launched.Instance.ID, "instance-type", chosen.it.Name,
 		"zone", launched.Instance.Zone, "capacity-type", capacityType, "refused-offerings", len(launched.Errors))
-	return p.resolved(nodeClaim, class, reqs, chosen, launched.Instance), nil
+	out := p.resolved(nodeClaim, class, reqs, chosen, launched.Instance)
+	p.labelPartition(ctx, class, out, launched.Instance.ID)
+	return out, nil
 }
 
 // candidates lists the offerings nodeClaim may launch as, best first: capacity type priority,
@@ -253,11 +255,15 @@ func (p *Provider) templateSpec(nodeClaim *karpv1.NodeClaim, class *awsv1.EC2Nod
 		AssociatePublicIPAddress: class.Spec.AssociatePublicIPAddress,
 		CapacityReservationID:    key.reservationID,
 		CapacityBlock:            key.capacityBlock,
+		IPv4PrefixCount:          class.Spec.IPPrefixCount,
 		Tags:                     class.Spec.Tags,
 		NodeClass:                class.Name,
 	}
 	for _, sg := range class.Status.SecurityGroups {
 		spec.SecurityGroupIDs = append(spec.SecurityGroupIDs, sg.ID)
+	}
+	if pg := class.PlacementGroup(); pg != nil {
+		spec.PlacementGroupID = pg.ID
 	}
 	return spec, nil
 }

@@ -21,6 +21,7 @@ const (
 	DriftSecurityGroup       cloudprovider.DriftReason = "SecurityGroupDrift"
 	DriftCapacityReservation cloudprovider.DriftReason = "CapacityReservationDrift"
 	DriftNodeClass           cloudprovider.DriftReason = "NodeClassDrift"
+	DriftPlacementGroup      cloudprovider.DriftReason = "PlacementGroupDrift"
 )
 
 // IsDrifted compares nodeClaim's instance with what its EC2NodeClass resolves to now: its
@@ -69,6 +70,9 @@ func drift(nodeClaim *karpv1.NodeClaim, class *awsv1.EC2NodeClass, inst instance
 	if reservation := nodeClaim.Labels[awsv1.LabelCapacityReservationID]; reservation != "" &&
 		!slices.ContainsFunc(st.CapacityReservations, func(c awsv1.CapacityReservation) bool { return c.ID == reservation }) {
 		return DriftCapacityReservation
+	}
+	if placementGroupDrifted(nodeClaim, class) {
+		return DriftPlacementGroup
 	}
 	ncHash, classHash := nodeClaim.Annotations[awsv1.AnnotationEC2NodeClassHash], class.Annotations[awsv1.AnnotationEC2NodeClassHash]
 	sameVersion := nodeClaim.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] == class.Annotations[awsv1.AnnotationEC2NodeClassHashVersion]

@@ -1,13 +1,15 @@
 // Package interruption is the interruption controller of the AWS provider. It long-polls the SQS
 // queue named by --interruption-queue, into which EventBridge rules forward EC2 spot interruption
-// warnings, rebalance recommendations, instance state changes and AWS Health scheduled changes,
-// and acts on the NodeClaims of the instances they name: a spot interruption marks the offering
-// unavailable and deletes the NodeClaim (the termination finalizer taints and drains the node);
+// warnings, capacity reservation interruption warnings, rebalance recommendations, instance
+// state changes and AWS Health scheduled changes, and acts on the NodeClaims of the instances
+// they name: a spot or capacity reservation interruption marks the offering unavailable and
+// deletes the NodeClaim (the termination finalizer taints and drains the node);
 // a scheduled change or an instance that is stopping or terminating deletes the NodeClaim; a
 // rebalance recommendation only records an event. Before it deletes a NodeClaim, the controller
 // pre-plans replacement capacity for the node's pods (Options.Preplanner), so the new node starts
 // as soon as the warning arrives rather than once the evicted pods are pending. Every message is deleted once handled, including those about instances this cluster
-// does not own and those that cannot be parsed.
+// does not own and those that cannot be parsed. A StatusPoller beside it acts on EC2's failed
+// instance and system status checks the same way, terminating forcefully.
 package interruption
 
 import (

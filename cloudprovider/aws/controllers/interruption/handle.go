@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
@@ -26,6 +28,8 @@ const (
 	ReasonInstanceStopping          = "InstanceStopping"
 	ReasonInstanceTerminating       = "InstanceTerminating"
 	ReasonTerminatingOnInterruption = "TerminatingOnInterruption"
+	// ReasonCapacityReservationInterrupted is Karpenter's CapacityReservationInstanceInterrupted.
+	ReasonCapacityReservationInterrupted = "CapacityReservationInstanceInterrupted"
 )
 
 // eventAction is the action of the events this controller records.
@@ -41,6 +45,9 @@ type response struct {
 	// markUnavailable records the instance's offering as unavailable before the NodeClaim goes,
 	// so its replacement is not planned into the same capacity pool.
 	markUnavailable bool
+	// forceful terminates without a graceful drain: the NodeClaim's termination deadline is set
+	// to now, as for a node repair, because the instance is already broken.
+	forceful bool
 }
 
 var responses = map[awsinterruption.Kind]response{
@@ -63,6 +70,24 @@ var responses = map[awsinterruption.Kind]response{
 	awsinterruption.InstanceTerminated: {
 		eventType: corev1.EventTypeWarning, reason: ReasonInstanceTerminating,
 		note: "Instance is terminating", terminate: true,
+	},
+	// The reservation's instance goes; its reserved offering is marked so that the replacement
+	// is planned elsewhere (Karpenter marks the reservation unavailable).
+	awsinterruption.CapacityReservationInterrupted: {
+		eventType: corev1.EventTypeWarning, reason: ReasonCapacityReservationInterrupted,
+		note: "Capacity reservation interruption warning was triggered", terminate: true, markUnavailable: true,
+	},
+	awsinterruption.InstanceStatus: {
+		eventType: corev1.EventTypeWarning, reason: ReasonInstanceUnhealthy,
+		note: "The instance's instance status check failed", terminate: true, forceful: true,
+	},
+	awsinterruption.SystemStatus: {
+		eventType: corev1.EventTypeWarning, reason: ReasonInstanceUnhealthy,
+		note: "The instance's system status check failed", terminate: true, forceful: true,
+	},
+	awsinterruption.EventStatus: {
+		eventType: corev1.EventTypeWarning, reason: ReasonInstanceUnhealthy,
+		note: "A scheduled event was announced for the instance", terminate: true,
 	},
 }
 
@@ -142,6 +167,11 @@ func (c *Controller) respond(ctx context.Context, resp response, msg awsinterrup
 			logger.Error(err, "pre-planning capacity for an interrupted nodeclaim's pods")
 		}
 	}
+	if resp.forceful {
+		if err := c.terminateNow(ctx, claim); err != nil {
+			return err
+		}
+	}
 	err := c.kube.Delete(ctx, claim)
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -170,15 +200,20 @@ func (c *Controller) event(claim *karpv1.NodeClaim, node *corev1.Node, eventType
 	}
 }
 
-// offeringOf is the spot offering an interrupted NodeClaim ran on, from its labels (the zone
-// also from its provider ID, which every launched NodeClaim has).
+// offeringOf is the offering an interrupted NodeClaim ran on, from its labels (the zone also
+// from its provider ID, which every launched NodeClaim has). A spot warning only comes for spot
+// instances, so spot is assumed when the label is missing.
 func offeringOf(claim *karpv1.NodeClaim) (cloudprovider.OfferingKey, bool) {
 	zone := claim.Labels[corev1.LabelTopologyZone]
 	if zone == "" {
 		zone, _, _ = instance.ParseProviderID(claim.Status.ProviderID)
 	}
+	capacityType := claim.Labels[karpv1.CapacityTypeLabelKey]
+	if capacityType == "" {
+		capacityType = karpv1.CapacityTypeSpot
+	}
 	o := cloudprovider.OfferingKey{
-		CapacityType: karpv1.CapacityTypeSpot,
+		CapacityType: capacityType,
 		InstanceType: claim.Labels[corev1.LabelInstanceTypeStable],
 		Zone:         zone,
 	}
@@ -214,4 +249,21 @@ func (c *Controller) indexCluster(ctx context.Context) (*clusterIndex, error) {
 		}
 	}
 	return idx, nil
+}
+
+// terminateNow sets the NodeClaim's termination deadline to now, so its drain does not wait for
+// PDBs or graceful pod termination (controller/nodeclaim/termination honours it).
+func (c *Controller) terminateNow(ctx context.Context, claim *karpv1.NodeClaim) error {
+	if _, ok := claim.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey]; ok {
+		return nil
+	}
+	stored := claim.DeepCopy()
+	if claim.Annotations == nil {
+		claim.Annotations = map[string]string{}
+	}
+	claim.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey] = c.opts.Clock.Now().UTC().Format(time.RFC3339)
+	if err := c.kube.Patch(ctx, claim, client.MergeFrom(stored)); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("setting the termination deadline of nodeclaim %s: %w", claim.Name, err))
+	}
+	return nil
 }

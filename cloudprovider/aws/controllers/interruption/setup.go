@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -23,9 +24,12 @@ type SetupOptions struct {
 	// Preplanner, when not nil, launches capacity for an interrupted node's pods before its
 	// NodeClaim is deleted.
 	Preplanner Preplanner
+	// StatusPoller tunes the EC2 instance status poller that runs with the controller.
+	StatusPoller StatusPollerOptions
 }
 
-// Setup adds the interruption controller to mgr when a queue is configured. cfg is the AWS
+// Setup adds the interruption controller and the instance status poller to mgr when a queue is
+// configured. cfg is the AWS
 // configuration the AWS provider uses (region, credentials, endpoint).
 func Setup(mgr ctrl.Manager, cfg aws.Config, opts SetupOptions) error {
 	if opts.Queue == "" {
@@ -35,6 +39,9 @@ func Setup(mgr ctrl.Manager, cfg aws.Config, opts SetupOptions) error {
 	c := New(mgr.GetClient(), sqs.NewFromConfig(cfg), unavailable, mgr.GetEventRecorder(EventSource), Options{Queue: opts.Queue, Preplanner: opts.Preplanner})
 	if err := mgr.Add(c); err != nil {
 		return fmt.Errorf("setting up %s: %w", Name, err)
+	}
+	if err := mgr.Add(NewStatusPoller(c, ec2.NewFromConfig(cfg), opts.StatusPoller)); err != nil {
+		return fmt.Errorf("setting up %s: %w", StatusPollerName, err)
 	}
 	return nil
 }

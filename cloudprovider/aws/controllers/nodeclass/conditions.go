@@ -1,6 +1,8 @@
 package nodeclass
 
 import (
+	"slices"
+
 	"github.com/joinery-dev/joinery/controller/conditions"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -25,6 +27,7 @@ var (
 	partAMIs                 = part{awsv1.ConditionTypeAMIsReady, "AMIs", "AMINotFound"}
 	partCapacityReservations = part{awsv1.ConditionTypeCapacityReservationsReady, "capacity reservations", "CapacityReservationsNotFound"}
 	partInstanceProfile      = part{awsv1.ConditionTypeInstanceProfileReady, "the instance profile", "InstanceProfileNotFound"}
+	partPlacementGroup       = part{awsv1.ConditionTypePlacementGroupReady, "the placement group", "PlacementGroupNotFound"}
 	// partValidation is the launch dry-runs' outcome; it is not resolved into the status.
 	partValidation = part{awsv1.ConditionTypeValidationSucceeded, "the launch permissions", "ValidationFailed"}
 )
@@ -67,6 +70,10 @@ func setCondition(nc *awsv1.EC2NodeClass, condType string, status metav1.Conditi
 // setReady summarizes the dependencies: True when all are, else the first that is not, with
 // its reason and message.
 func setReady(nc *awsv1.EC2NodeClass, now metav1.Time) {
-	status, reason, message := conditions.Ready(nc.Status.Conditions, readyDependencies, awsv1.ConditionTypeReady)
+	deps := readyDependencies
+	if nc.Spec.PlacementGroupSelector != nil {
+		deps = append(slices.Clip(deps), awsv1.ConditionTypePlacementGroupReady)
+	}
+	status, reason, message := conditions.Ready(nc.Status.Conditions, deps, awsv1.ConditionTypeReady)
 	setCondition(nc, awsv1.ConditionTypeReady, status, reason, message, now)
 }

@@ -1,7 +1,8 @@
 // Package nodeclass is the EC2NodeClass controller: it resolves a class's subnets, security
-// groups, AMIs, capacity reservations and instance profile into its status, sets the
-// SubnetsReady, SecurityGroupsReady, AMIsReady, InstanceProfileReady,
-// CapacityReservationsReady, ValidationSucceeded and Ready conditions, stamps the
+// groups, AMIs, capacity reservations, placement group and instance profile into its status,
+// sets the SubnetsReady, SecurityGroupsReady, AMIsReady, InstanceProfileReady,
+// CapacityReservationsReady, PlacementGroupReady (with a selector), ValidationSucceeded and
+// Ready conditions, stamps the
 // karpenter.k8s.aws/ec2nodeclass-hash annotations for drift, re-resolves periodically, and holds
 // the karpenter.k8s.aws/termination finalizer so that a class is not deleted while NodeClaims
 // still use it (then deletes the instance profile it manages).
@@ -41,6 +42,7 @@ type Resolver interface {
 	SecurityGroups(ctx context.Context, nc *awsv1.EC2NodeClass) ([]awsv1.SecurityGroup, error)
 	AMIs(ctx context.Context, nc *awsv1.EC2NodeClass) ([]awsv1.AMI, error)
 	CapacityReservations(ctx context.Context, nc *awsv1.EC2NodeClass) ([]awsv1.CapacityReservation, error)
+	PlacementGroups(ctx context.Context, nc *awsv1.EC2NodeClass) ([]awsv1.PlacementGroup, error)
 	InstanceProfile(ctx context.Context, nc *awsv1.EC2NodeClass) (string, error)
 	DeleteInstanceProfile(ctx context.Context, nc *awsv1.EC2NodeClass) error
 }
@@ -221,6 +223,19 @@ func (c *Controller) resolve(ctx context.Context, nc *awsv1.EC2NodeClass, due fu
 		}
 		return err
 	})
+	if nc.Spec.PlacementGroupSelector == nil {
+		// Without a selector there is nothing to be ready: the condition goes, as in Karpenter.
+		nc.Status.PlacementGroups = nil
+		meta.RemoveStatusCondition(&nc.Status.Conditions, awsv1.ConditionTypePlacementGroupReady)
+	} else {
+		run(partPlacementGroup, func() error {
+			v, err := c.resolver.PlacementGroups(ctx, nc)
+			if err == nil || !nodeclass.Classify(err).Retryable() {
+				nc.Status.PlacementGroups = v
+			}
+			return err
+		})
+	}
 	run(partInstanceProfile, func() error {
 		v, err := c.resolver.InstanceProfile(ctx, nc)
 		if err == nil || !nodeclass.Classify(err).Retryable() {

@@ -28,6 +28,9 @@ type stubResolver struct {
 	subnets    []awsv1.Subnet
 	subnetsErr error
 	amisErr    error
+	// placementGroups answers PlacementGroups (placementgroup_test.go).
+	placementGroups    []awsv1.PlacementGroup
+	placementGroupsErr error
 }
 
 func (s *stubResolver) Subnets(context.Context, *awsv1.EC2NodeClass) ([]awsv1.Subnet, error) {
@@ -50,6 +53,10 @@ func (s *stubResolver) AMIs(context.Context, *awsv1.EC2NodeClass) ([]awsv1.AMI, 
 
 func (s *stubResolver) CapacityReservations(context.Context, *awsv1.EC2NodeClass) ([]awsv1.CapacityReservation, error) {
 	return nil, nil
+}
+
+func (s *stubResolver) PlacementGroups(context.Context, *awsv1.EC2NodeClass) ([]awsv1.PlacementGroup, error) {
+	return s.placementGroups, s.placementGroupsErr
 }
 
 func (s *stubResolver) InstanceProfile(context.Context, *awsv1.EC2NodeClass) (string, error) {

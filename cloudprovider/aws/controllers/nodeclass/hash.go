@@ -20,7 +20,7 @@ import (
 const HashVersion = "joinery-v1"
 
 // Hash is the class's static drift hash: FNV-64a of the JSON of its spec without the selector
-// terms and the node identity. Selectors drift through what they resolve to (status), not
+// terms, the placement group selector, ipPrefixCount and the node identity. Selectors drift through what they resolve to (status), not
 // through their text, and role and instanceProfile are immutable or user-managed.
 func Hash(nc *awsv1.EC2NodeClass) (string, error) {
 	spec := nc.Spec.DeepCopy()
@@ -28,6 +28,8 @@ func Hash(nc *awsv1.EC2NodeClass) (string, error) {
 	spec.SecurityGroupSelectorTerms = nil
 	spec.AMISelectorTerms = nil
 	spec.CapacityReservationSelectorTerms = nil
+	spec.PlacementGroupSelector = nil // drifts through the group it resolves to
+	spec.IPPrefixCount = nil          // Karpenter leaves it out of the hash: no drift
 	spec.Role = ""
 	spec.InstanceProfile = nil
 	data, err := json.Marshal(spec) // encoding/json sorts map keys: equal specs, equal bytes
