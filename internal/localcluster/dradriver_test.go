@@ -61,11 +61,11 @@ func TestDRADriverStandIn(t *testing.T) {
 	if got := publishedDevices(t, client); got != "gpu=gpu.nvidia.com/a10g×4" {
 		t.Fatalf("published %q, want one slice of 4 a10g for the g5.12xlarge node", got)
 	}
-	slices, err := client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
+	list, err := client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rs := slices.Items[0]; len(rs.OwnerReferences) != 1 || rs.OwnerReferences[0].UID != "uid-gpu" {
+	if rs := list.Items[0]; len(rs.OwnerReferences) != 1 || rs.OwnerReferences[0].UID != "uid-gpu" {
 		t.Errorf("owner %+v, want the node", rs.OwnerReferences)
 	}
 }
