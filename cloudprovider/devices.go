@@ -1,7 +1,10 @@
 package cloudprovider
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 )
@@ -19,12 +22,47 @@ const (
 // DeviceSet is a number of identical devices that one DRA driver of a node publishes in the
 // node's ResourceSlice: what a hypothetical node of the type offers DynamicResources.
 type DeviceSet struct {
-	Driver string
+	Driver string `json:"driver"`
 	// Model is the device model as the provider names it (the productName attribute).
-	Model string
-	Count int64
+	Model string `json:"model"`
+	Count int64  `json:"count"`
 	// MemoryMiB is the memory of one device; 0 when unknown.
-	MemoryMiB int64
+	MemoryMiB int64 `json:"memoryMiB,omitempty"`
+}
+
+// DevicesAnnotationKey is the NodeOverlay annotation that replaces the devices of the instance
+// types the overlay matches: a JSON list of device sets,
+// [{"driver":"gpu.nvidia.com","model":"a10g","count":1,"memoryMiB":24576}], where [] means
+// the types publish none. It is an annotation, not a spec field, so that the manifest stays
+// one Karpenter accepts (Karpenter ignores it).
+const DevicesAnnotationKey = "joinery.dev/devices"
+
+// ParseDevices parses the value of DevicesAnnotationKey. Unknown fields are refused, so that a
+// misspelt key is an error rather than a device set without it.
+func ParseDevices(value string) ([]DeviceSet, error) {
+	dec := json.NewDecoder(strings.NewReader(value))
+	dec.DisallowUnknownFields()
+	var sets []DeviceSet
+	if err := dec.Decode(&sets); err != nil {
+		return nil, fmt.Errorf("want a JSON list of {driver, model, count, memoryMiB}: %w", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("want a single JSON list, found more after it")
+	}
+	if sets == nil {
+		return nil, errors.New("want a JSON list of {driver, model, count, memoryMiB}, got null")
+	}
+	for i, s := range sets {
+		switch {
+		case s.Driver == "":
+			return nil, fmt.Errorf("[%d]: driver is empty", i)
+		case s.Count <= 0:
+			return nil, fmt.Errorf("[%d]: count %d is not positive", i, s.Count)
+		case s.MemoryMiB < 0:
+			return nil, fmt.Errorf("[%d]: memoryMiB %d is negative", i, s.MemoryMiB)
+		}
+	}
+	return sets, nil
 }
 
 // DevicesKey identifies the devices of sets, for grouping types that publish the same slices.

@@ -38,6 +38,13 @@ type InstanceType struct {
 	allocatable     corev1.ResourceList
 }
 
+// WithOfferings returns a copy of it with offerings instead of its own, sharing every other
+// field: the one way to derive a type, so that no field (attach limits, devices) is dropped.
+func (it *InstanceType) WithOfferings(offerings Offerings) *InstanceType {
+	return &InstanceType{Name: it.Name, Requirements: it.Requirements, Offerings: offerings, Capacity: it.Capacity, Overhead: it.Overhead,
+		VolumeLimits: it.VolumeLimits, Devices: it.Devices}
+}
+
 // Overhead is the capacity a node keeps from pods: the kubelet's --kube-reserved and
 // --system-reserved, and the hard eviction thresholds it keeps free.
 type Overhead struct {

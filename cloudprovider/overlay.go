@@ -37,6 +37,10 @@ type compiledOverlay struct {
 	price  *priceChange
 	// capacity is spec.capacity: overhead for overheadResources, capacity for the rest.
 	capacity corev1.ResourceList
+	// devices replace the matching types' devices when setsDevices (from the
+	// DevicesAnnotationKey annotation; an empty list removes them).
+	devices     []DeviceSet
+	setsDevices bool
 }
 
 // priceChange is spec.price (absolute) or spec.priceAdjustment (delta or percent).
@@ -102,6 +106,13 @@ func compileOverlay(o *v1alpha1.NodeOverlay) (*compiledOverlay, error) {
 	if len(o.Spec.Capacity) > 0 {
 		c.capacity = o.Spec.Capacity.DeepCopy()
 	}
+	if value, ok := o.Annotations[DevicesAnnotationKey]; ok {
+		devices, err := ParseDevices(value)
+		if err != nil {
+			return nil, fmt.Errorf("annotation %s: %w", DevicesAnnotationKey, err)
+		}
+		c.devices, c.setsDevices = devices, true
+	}
 	return c, nil
 }
 
@@ -135,12 +146,13 @@ type evaluation struct {
 }
 
 // evaluate applies overlays (sorted by weight, then name) to its for nodePool. Each field
-// (the price, and each capacity resource) takes the value of the highest-weight matching
-// overlay; among equal weights the alphabetically first wins and every other with a different
-// value is reported as a conflict. An overlay matches an offering when the offering's labels
-// (the type's, the offering's zone and capacity type, karpenter.sh/nodepool) meet all of its
-// requirements; labels the type does not carry meet only NotIn and DoesNotExist. Capacity
-// applies to a type when the overlay matches any of its offerings.
+// (the price, each capacity resource, the devices) takes the value of the highest-weight
+// matching overlay; among equal weights the alphabetically first wins and every other with a
+// different value is reported as a conflict. An overlay matches an offering when the
+// offering's labels (the type's, the offering's zone and capacity type, karpenter.sh/nodepool)
+// meet all of its requirements; labels the type does not carry meet only NotIn and
+// DoesNotExist. Capacity and devices apply to a type when the overlay matches any of its
+// offerings.
 func evaluate(overlays []*compiledOverlay, nodePool string, its InstanceTypes) evaluation {
 	var ev evaluation
 	if len(overlays) == 0 {
@@ -209,7 +221,9 @@ func evaluate(overlays []*compiledOverlay, nodePool string, its InstanceTypes) e
 		slices.SortFunc(typeMatched, byWeightThenName)
 		capacity, conflicts := pickCapacity(typeMatched)
 		report(conflicts)
-		ev.its[i] = withOverlay(it, offerings, capacity)
+		devices, conflicts := pickDevices(typeMatched)
+		report(conflicts)
+		ev.its[i] = withOverlay(it, offerings, capacity, devices)
 	}
 	return ev
 }
@@ -296,6 +310,29 @@ func pickCapacity(matched []*compiledOverlay) (corev1.ResourceList, []overlayCon
 	return out, conflicts
 }
 
+// pickDevices returns the overlay among matched (sorted by weight, then name) whose devices
+// win (nil when none sets them) and the conflicts among the winner's weight.
+func pickDevices(matched []*compiledOverlay) (*compiledOverlay, []overlayConflict) {
+	var winner *compiledOverlay
+	var conflicts []overlayConflict
+	for _, ov := range matched {
+		if !ov.setsDevices {
+			continue
+		}
+		if winner == nil {
+			winner = ov
+			continue
+		}
+		if ov.weight != winner.weight {
+			break
+		}
+		if DevicesKey(ov.devices) != DevicesKey(winner.devices) {
+			conflicts = append(conflicts, overlayConflict{loser: ov.name, winner: winner.name, field: "devices"})
+		}
+	}
+	return winner, conflicts
+}
+
 func sortedResourceNames(list corev1.ResourceList) []corev1.ResourceName {
 	names := make([]corev1.ResourceName, 0, len(list))
 	for name := range list {
@@ -305,19 +342,23 @@ func sortedResourceNames(list corev1.ResourceList) []corev1.ResourceName {
 	return names
 }
 
-// withOverlay returns it with offerings (when not nil) and capacity applied, or it itself when
-// nothing changes.
-func withOverlay(it *InstanceType, offerings Offerings, capacity corev1.ResourceList) *InstanceType {
+// withOverlay returns it with offerings (when not nil), capacity and the devices of devices
+// (when not nil) applied, or it itself when nothing changes. Everything else is the type's.
+func withOverlay(it *InstanceType, offerings Offerings, capacity corev1.ResourceList, devices *compiledOverlay) *InstanceType {
 	capacityChanges := changesCapacity(it, capacity)
-	if offerings == nil && !capacityChanges {
+	devicesChange := devices != nil && DevicesKey(devices.devices) != DevicesKey(it.Devices)
+	if offerings == nil && !capacityChanges && !devicesChange {
 		return it
 	}
-	out := &InstanceType{Name: it.Name, Requirements: it.Requirements, Offerings: it.Offerings, Capacity: it.Capacity, Overhead: it.Overhead}
-	if offerings != nil {
-		out.Offerings = offerings
+	if offerings == nil {
+		offerings = it.Offerings
 	}
+	out := it.WithOfferings(offerings)
 	if capacityChanges {
 		out.Capacity, out.Overhead = applyCapacity(it, capacity)
+	}
+	if devicesChange {
+		out.Devices = slices.Clone(devices.devices)
 	}
 	return out
 }

@@ -1,6 +1,8 @@
 package cloudprovider
 
 import (
+	"cmp"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -410,5 +412,189 @@ func TestNodeOverlaysConcurrentUse(t *testing.T) {
 		if it.Offerings[0].Price != 1.0 {
 			t.Fatalf("the provider's %s was modified", it.Name)
 		}
+	}
+}
+
+func devices(value string) overlayOpt {
+	return func(o *v1alpha1.NodeOverlay) {
+		if o.Annotations == nil {
+			o.Annotations = map[string]string{}
+		}
+		o.Annotations[DevicesAnnotationKey] = value
+	}
+}
+
+// deviceCatalog is overlayCatalog with one a10g on m5.xlarge and an EBS attach limit on every
+// type.
+func deviceCatalog() InstanceTypes {
+	its := overlayCatalog()
+	for _, it := range its {
+		it.VolumeLimits = map[string]int32{EBSCSIDriver: 26}
+	}
+	its[1].Devices = []DeviceSet{{Driver: NVIDIAGPUDriver, Model: "a10g", Count: 1, MemoryMiB: 24576}}
+	return its
+}
+
+// describeDevices lists "type=driver/model×count" for every type with devices.
+func describeDevices(its InstanceTypes) string {
+	var out []string
+	for _, it := range its {
+		for _, d := range it.Devices {
+			out = append(out, fmt.Sprintf("%s=%s/%s×%d", it.Name, d.Driver, d.Model, d.Count))
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// TestOverlayDevices: the joinery.dev/devices annotation replaces the devices of the types the
+// overlay matches (an empty list removes them), per NodePool, the highest weight winning and
+// same-weight disagreements reported as conflicts; other fields of a type an overlay changes
+// (its devices, its attach limits) are kept.
+func TestOverlayDevices(t *testing.T) {
+	large := requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "m5.large")
+	xlarge := requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "m5.xlarge")
+	const b200 = `[{"driver":"gpu.nvidia.com","model":"b200","count":2,"memoryMiB":184320}]`
+	tests := []struct {
+		name     string
+		nodePool string
+		overlays []*v1alpha1.NodeOverlay
+		want     string
+		// conflicts are the losers, each with the start of its message.
+		conflicts map[string]string
+	}{
+		{name: "no overlay keeps the catalog's", want: "m5.xlarge=gpu.nvidia.com/a10g×1"},
+		{
+			name:     "a GPU-less type gets devices",
+			overlays: []*v1alpha1.NodeOverlay{newOverlay("b200", 1, large, devices(b200))},
+			want:     "m5.large=gpu.nvidia.com/b200×2,m5.xlarge=gpu.nvidia.com/a10g×1",
+		},
+		{
+			name:     "a GPU type's devices are replaced, several sets",
+			overlays: []*v1alpha1.NodeOverlay{newOverlay("mixed", 1, xlarge, devices(`[{"driver":"gpu.nvidia.com","model":"l4","count":1},{"driver":"neuron.aws.com","model":"inferentia2","count":2}]`))},
+			want:     "m5.xlarge=gpu.nvidia.com/l4×1,m5.xlarge=neuron.aws.com/inferentia2×2",
+		},
+		{
+			name:     "an empty list removes them",
+			overlays: []*v1alpha1.NodeOverlay{newOverlay("none", 1, devices(`[]`))},
+			want:     "",
+		},
+		{
+			name:     "the NodePool's overlay only",
+			nodePool: "other",
+			overlays: []*v1alpha1.NodeOverlay{newOverlay("pool", 1, requirement("karpenter.sh/nodepool", corev1.NodeSelectorOpIn, "default"), devices(`[]`))},
+			want:     "m5.xlarge=gpu.nvidia.com/a10g×1",
+		},
+		{
+			name:     "the higher weight wins",
+			overlays: []*v1alpha1.NodeOverlay{newOverlay("a-low", 10, devices(`[]`)), newOverlay("z-high", 50, xlarge, devices(b200))},
+			want:     "m5.xlarge=gpu.nvidia.com/b200×2",
+		},
+		{
+			name:     "devices and prices of different overlays merge",
+			overlays: []*v1alpha1.NodeOverlay{newOverlay("price", 10, price("0.5")), newOverlay("devices", 10, large, devices(b200))},
+			want:     "m5.large=gpu.nvidia.com/b200×2,m5.xlarge=gpu.nvidia.com/a10g×1",
+		},
+		{
+			name:      "same weight, different devices: the first name wins, the other conflicts",
+			overlays:  []*v1alpha1.NodeOverlay{newOverlay("b", 10, xlarge, devices(`[]`)), newOverlay("a", 10, devices(b200))},
+			want:      "m5.large=gpu.nvidia.com/b200×2,m5.xlarge=gpu.nvidia.com/b200×2,c5.large=gpu.nvidia.com/b200×2",
+			conflicts: map[string]string{"b": "conflict with overlay a (devices"},
+		},
+		{
+			name:     "same weight, same devices: no conflict",
+			overlays: []*v1alpha1.NodeOverlay{newOverlay("b", 10, xlarge, devices(b200)), newOverlay("a", 10, devices(b200))},
+			want:     "m5.large=gpu.nvidia.com/b200×2,m5.xlarge=gpu.nvidia.com/b200×2,c5.large=gpu.nvidia.com/b200×2",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := NewNodeOverlays()
+			for _, o := range tt.overlays {
+				s.Set(o)
+			}
+			if invalid := s.Invalid(); len(invalid) > 0 {
+				t.Fatalf("invalid overlays: %v", invalid)
+			}
+			nodePool := cmp.Or(tt.nodePool, "default")
+			base := deviceCatalog()
+			got := s.Apply(nodePool, base)
+			if d := describeDevices(got); d != tt.want {
+				t.Errorf("devices = %q, want %q", d, tt.want)
+			}
+			if d := describeDevices(base); d != "m5.xlarge=gpu.nvidia.com/a10g×1" {
+				t.Errorf("the provider's types changed: %q", d)
+			}
+			for _, it := range got {
+				if it.VolumeLimits[EBSCSIDriver] != 26 {
+					t.Errorf("%s lost its attach limit: %v", it.Name, it.VolumeLimits)
+				}
+			}
+			conflicts := s.Conflicts(nodePool)
+			if len(conflicts) != len(tt.conflicts) {
+				t.Errorf("conflicts = %v, want %v", conflicts, tt.conflicts)
+			}
+			for name, prefix := range tt.conflicts {
+				if !strings.HasPrefix(conflicts[name], prefix) {
+					t.Errorf("conflict of %s = %q, want it to start with %q", name, conflicts[name], prefix)
+				}
+			}
+		})
+	}
+}
+
+// TestOverlayDevicesInvalid: an annotation that is not a list of device sets makes the overlay
+// invalid, naming the annotation, and it is not applied (none of its fields).
+func TestOverlayDevicesInvalid(t *testing.T) {
+	for _, value := range []string{
+		``, `null`, `{}`, `[{"driver":"gpu.nvidia.com","model":"a10g","count":1}`, `[] []`,
+		`[{"driver":"gpu.nvidia.com","model":"a10g","count":"1"}]`,
+		`[{"driver":"gpu.nvidia.com","modle":"a10g","count":1}]`,
+		`[{"model":"a10g","count":1}]`,
+		`[{"driver":"gpu.nvidia.com","model":"a10g","count":0}]`,
+		`[{"driver":"gpu.nvidia.com","model":"a10g","count":1,"memoryMiB":-1}]`,
+	} {
+		t.Run(value, func(t *testing.T) {
+			s := NewNodeOverlays()
+			s.Set(newOverlay("bad", 1, price("0.5"), devices(value)))
+			if err := s.Invalid()["bad"]; err == nil || !strings.Contains(err.Error(), "annotation "+DevicesAnnotationKey) {
+				t.Errorf("invalid = %v, want an error naming the annotation %s", err, DevicesAnnotationKey)
+			}
+			base := deviceCatalog()
+			got := s.Apply("default", base)
+			if describeDevices(got) != describeDevices(base) || changedPrices(base, got) != "" {
+				t.Errorf("the invalid overlay was applied")
+			}
+		})
+	}
+}
+
+// TestNodeOverlaysFollowTheDevicesAnnotation: the API server leaves the generation alone when
+// only an annotation changes; the set still applies the new devices.
+func TestNodeOverlaysFollowTheDevicesAnnotation(t *testing.T) {
+	s := NewNodeOverlays()
+	base := deviceCatalog()
+	o := newOverlay("o", 1, requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "m5.xlarge"), devices(`[]`))
+	o.UID, o.Generation = "uid-o", 1
+	s.Set(o)
+	if d := describeDevices(s.Apply("default", base)); d != "" {
+		t.Fatalf("devices = %q, want none", d)
+	}
+	changed := o.DeepCopy()
+	changed.Annotations[DevicesAnnotationKey] = `[{"driver":"gpu.nvidia.com","model":"l4","count":1}]`
+	if !OverlayChanged(o, changed) {
+		t.Errorf("OverlayChanged = false for a new devices annotation")
+	}
+	s.Set(changed)
+	if d := describeDevices(s.Apply("default", base)); d != "m5.xlarge=gpu.nvidia.com/l4×1" {
+		t.Errorf("after the annotation changed: devices = %q, want the l4", d)
+	}
+	removed := changed.DeepCopy()
+	delete(removed.Annotations, DevicesAnnotationKey)
+	s.Set(removed)
+	if d := describeDevices(s.Apply("default", base)); d != "m5.xlarge=gpu.nvidia.com/a10g×1" {
+		t.Errorf("after the annotation was removed: devices = %q, want the catalog's", d)
+	}
+	if OverlayChanged(removed, removed.DeepCopy()) {
+		t.Errorf("OverlayChanged = true for the same overlay")
 	}
 }

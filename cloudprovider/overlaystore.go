@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	"github.com/joinery-dev/joinery/apis/karpenter/v1alpha1"
 )
@@ -25,11 +26,13 @@ type NodeOverlays struct {
 	cache    map[string]*overlayResult
 }
 
-// storedOverlay is one NodeOverlay as last seen: its identity and generation say whether a new
-// sighting changes anything.
+// storedOverlay is one NodeOverlay as last seen: its identity, generation and devices
+// annotation say whether a new sighting changes anything (an annotation change leaves the
+// generation as it was).
 type storedOverlay struct {
 	uid        types.UID
 	generation int64
+	devices    *string          // the DevicesAnnotationKey annotation; nil when absent
 	compiled   *compiledOverlay // nil when invalid
 }
 
@@ -56,17 +59,33 @@ func (s *NodeOverlays) Set(o *v1alpha1.NodeOverlay) {
 }
 
 func (s *NodeOverlays) setLocked(o *v1alpha1.NodeOverlay) bool {
-	if old, ok := s.overlays[o.Name]; ok && old.uid == o.UID && old.generation == o.Generation && o.Generation != 0 {
+	devices := devicesAnnotation(o)
+	if old, ok := s.overlays[o.Name]; ok && old.uid == o.UID && old.generation == o.Generation && o.Generation != 0 &&
+		ptr.Equal(old.devices, devices) {
 		return false
 	}
 	compiled, err := compileOverlay(o)
-	s.overlays[o.Name] = storedOverlay{uid: o.UID, generation: o.Generation, compiled: compiled}
+	s.overlays[o.Name] = storedOverlay{uid: o.UID, generation: o.Generation, devices: devices, compiled: compiled}
 	delete(s.invalid, o.Name)
 	if err != nil {
 		s.invalid[o.Name] = err
 	}
 	s.changedLocked()
 	return true
+}
+
+// devicesAnnotation is o's DevicesAnnotationKey annotation, nil when it has none.
+func devicesAnnotation(o *v1alpha1.NodeOverlay) *string {
+	if v, ok := o.Annotations[DevicesAnnotationKey]; ok {
+		return &v
+	}
+	return nil
+}
+
+// OverlayChanged reports whether updated may apply differently from old: its spec (the
+// generation) or its devices annotation changed; a status write changes neither.
+func OverlayChanged(old, updated *v1alpha1.NodeOverlay) bool {
+	return old.Generation != updated.Generation || !ptr.Equal(devicesAnnotation(old), devicesAnnotation(updated))
 }
 
 // Delete removes the overlay named name.

@@ -14,6 +14,7 @@ import (
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/apis/karpenter/v1alpha1"
+	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/simulation"
 )
 
@@ -158,6 +159,11 @@ func TestRefusedPodsReplannedOnTheirCause(t *testing.T) {
 		{"a NodeOverlay in the informer's initial list", func(_ *Plugin, _, _, _, _, o cache.ResourceEventHandler) { o.OnAdd(overlay(1), true) }, false},
 		{"a NodeOverlay's spec changed", func(_ *Plugin, _, _, _, _, o cache.ResourceEventHandler) { o.OnUpdate(overlay(1), overlay(2)) }, true},
 		{"a NodeOverlay's status written", func(_ *Plugin, _, _, _, _, o cache.ResourceEventHandler) { o.OnUpdate(overlay(1), overlay(1)) }, false},
+		{"a NodeOverlay's devices annotation changed", func(_ *Plugin, _, _, _, _, o cache.ResourceEventHandler) {
+			annotated := overlay(1)
+			annotated.Annotations = map[string]string{cloudprovider.DevicesAnnotationKey: "[]"}
+			o.OnUpdate(overlay(1), annotated)
+		}, true},
 		{"a NodeOverlay deleted", func(_ *Plugin, _, _, _, _, o cache.ResourceEventHandler) { o.OnDelete(overlay(1)) }, true},
 	}
 	for _, tc := range cases {

@@ -425,8 +425,7 @@ func (c *Consolidation) withoutRecordedUnavailable(its cloudprovider.InstanceTyp
 				continue
 			}
 			if out[i] == it { // copy on first change: the provider's types are shared
-				out[i] = &cloudprovider.InstanceType{Name: it.Name, Requirements: it.Requirements, Offerings: slices.Clone(it.Offerings),
-					Capacity: it.Capacity, Overhead: it.Overhead, VolumeLimits: it.VolumeLimits}
+				out[i] = it.WithOfferings(slices.Clone(it.Offerings))
 			}
 			marked := *o
 			marked.Available = false

@@ -4,10 +4,14 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
@@ -71,9 +75,64 @@ func BenchmarkPreferences(b *testing.B) {
 	}
 }
 
+// devicePods is the workload of BenchmarkDevicesAndVolumes: n pods in five equal groups,
+// round-robin: a ResourceClaim of one NVIDIA GPU (a10g, l4 or t4g in turn, each pod its own
+// claim); two WaitForFirstConsumer EBS CSI claims (a StorageClass of ebs.csi.aws.com); both;
+// and two groups without either. Sizes as benchPods'. It returns the pods and the objects the
+// Filters read (DeviceClass, ResourceClaims, StorageClass, PersistentVolumeClaims).
+func devicePods(n int) ([]*corev1.Pod, []runtime.Object) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	cpus := []string{"100m", "250m", "500m", "1", "1.5"}
+	memories := []string{"100Mi", "256Mi", "512Mi", "1024Mi", "2048Mi", "4096Mi"}
+	models := []string{"a10g", "l4", "t4g"}
+	objects := []runtime.Object{&resourceapi.DeviceClass{
+		ObjectMeta: metav1.ObjectMeta{Name: cloudprovider.NVIDIAGPUDriver},
+		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{
+			CEL: &resourceapi.CELDeviceSelector{Expression: `device.driver == "gpu.nvidia.com"`},
+		}}},
+	}}
+	var withVolumes []*corev1.Pod
+	out := make([]*corev1.Pod, 0, n)
+	for i := range n {
+		group := []string{"gpu", "ebs", "gpu-ebs", "plain", "plain"}[i%5]
+		p := testPod(fmt.Sprintf("%s-%d", group, i), cpus[rng.IntN(len(cpus))], memories[rng.IntN(len(memories))], labelled("app", group))
+		if strings.HasPrefix(group, "gpu") {
+			claim := gpuClaim(p.Name, models[(i/5)%len(models)], 1)
+			objects = append(objects, claim)
+			claiming(claim.Name)(p)
+		}
+		if strings.HasSuffix(group, "ebs") {
+			withVolumes = append(withVolumes, p)
+		}
+		out = append(out, p)
+	}
+	return out, append(objects, ebsClaims(withVolumes, 2)...)
+}
+
+// BenchmarkDevicesAndVolumes plans pods with DRA claims and EBS volumes over the kwok catalog
+// (232 EC2-like types, 24 with GPUs, every one with an EBS attach limit).
+func BenchmarkDevicesAndVolumes(b *testing.B) {
+	its := cloudprovider.InstanceTypes(kwokTypes(b))
+	for _, n := range []int{100, 500} {
+		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
+			batch, objects := devicePods(n)
+			runBenchWith(b, its, objects, batch, PreferenceRespect)
+		})
+	}
+}
+
 func runBench(b *testing.B, its cloudprovider.InstanceTypes, batch []*corev1.Pod, policy PreferencePolicy) {
+	runBenchWith(b, its, nil, batch, policy)
+}
+
+// runBenchWith plans batch with objects in the clientset the Filters read, once untimed
+// until DynamicResources has seen the claims (planWithClaims), then timed.
+func runBenchWith(b *testing.B, its cloudprovider.InstanceTypes, objects []runtime.Object, batch []*corev1.Pod, policy PreferencePolicy) {
 	state := &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default")}}
-	s := newTestSolver(b, state, its, withPolicy(policy))
+	s := newTestSolverWith(b, state, its, objects, withPolicy(policy))
+	if len(objects) > 0 {
+		planWithClaims(b, s, batch)
+	}
 	var plan *simulation.Plan
 	var elapsed time.Duration
 	for b.Loop() {

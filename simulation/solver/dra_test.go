@@ -47,7 +47,7 @@ func claiming(claim string) podOption {
 
 // planWithClaims plans batch, again until DynamicResources has seen the claims: they reach
 // it through an assume cache that the informer fills after its own cache has synced.
-func planWithClaims(t *testing.T, s *Solver, batch []*corev1.Pod) *simulation.Plan {
+func planWithClaims(t testing.TB, s *Solver, batch []*corev1.Pod) *simulation.Plan {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -91,6 +91,9 @@ func TestResourceClaimsNarrowTheTypes(t *testing.T) {
 		types []string
 		// unschedulable: no type has the devices.
 		unschedulable bool
+		// spotUnavailable: every spot offering is recorded unavailable (the solver copies
+		// the types to mark them; the copies keep their devices).
+		spotUnavailable bool
 	}{
 		{claim: "two-a10g", model: "a10g", min: 2},
 		{claim: "one-l4", model: "l4", min: 1},
@@ -100,15 +103,21 @@ func TestResourceClaimsNarrowTheTypes(t *testing.T) {
 		{claim: "one-l4", types: []string{"c5.large", "m5.large"}, unschedulable: true},
 		// IGNORE_DRA_REQUESTS: the claim is left to the scheduler, as Karpenter does.
 		{claim: "sixteen-h100", ignore: true},
+		{claim: "two-a10g", model: "a10g", min: 2, spotUnavailable: true},
 	} {
-		t.Run(fmt.Sprintf("%s ignore=%v types=%v", tc.claim, tc.ignore, tc.types), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s ignore=%v types=%v spot-unavailable=%v", tc.claim, tc.ignore, tc.types, tc.spotUnavailable), func(t *testing.T) {
 			np := nodePool("default")
 			if len(tc.types) > 0 {
 				np = nodePool("default", requiring(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, nil, tc.types...))
 			}
 			state := &StaticState{NodePoolList: []*karpv1.NodePool{np}}
 			its := kwokTypes(t)
-			s := newTestSolverWith(t, state, its, objects, func(o *Options) { o.IgnoreDRARequests = tc.ignore })
+			s := newTestSolverWith(t, state, its, objects, func(o *Options) {
+				o.IgnoreDRARequests = tc.ignore
+				if tc.spotUnavailable {
+					o.Unavailable = func(capacityType, _, _ string) bool { return capacityType == karpv1.CapacityTypeSpot }
+				}
+			})
 			batch := []*corev1.Pod{testPod("gpu", "1", "1Gi", claiming(tc.claim)), testPod("plain", "1", "1Gi")}
 			plan := planWithClaims(t, s, batch)
 			if tc.unschedulable {

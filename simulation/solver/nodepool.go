@@ -118,10 +118,7 @@ func (s *Solver) withoutUnavailable(its []*cloudprovider.InstanceType) []*cloudp
 			out = append(out, it)
 			continue
 		}
-		out = append(out, &cloudprovider.InstanceType{
-			Name: it.Name, Requirements: it.Requirements, Offerings: offerings,
-			Capacity: it.Capacity, Overhead: it.Overhead,
-		})
+		out = append(out, it.WithOfferings(offerings))
 	}
 	return out
 }
