@@ -51,13 +51,11 @@ type expected struct {
 // optionalBecause says, for every optional row, why the scenario cannot make the series appear
 // (binary and name as in want). TestOptionalRowsHaveReasons holds the two together.
 var optionalBecause = map[string]string{
-	scheduler + " karpenter_pods_provisioning_unbound_time_seconds":             "exists only while a pod planned onto a NodeClaim waits to bind; kwok binds and runs it as soon as its node is Ready (not caused yet: a NodePool startup taint nobody removes would hold one)",
-	scheduler + " karpenter_pods_provisioning_unstarted_time_seconds":           "as provisioning_unbound_time_seconds",
 	scheduler + " karpenter_scheduler_queue_depth":                              "exists only while a batch is being planned (milliseconds); a scrape cannot be timed to fall inside one",
 	scheduler + " karpenter_scheduler_unfinished_work_seconds":                  "as queue_depth",
-	controller + " karpenter_nodeclaims_unhealthy_disrupted_total":              "needs node repair: the NodeRepair gate and a node condition unhealthy for its toleration (30 min for Ready); e2e/disruption runs with a 15 s toleration and checks it",
+	controller + " karpenter_nodeclaims_unhealthy_disrupted_total":              "needs node repair: the NodeRepair gate and a node condition unhealthy for its toleration (30 min for Ready); e2e/disruption repairs a node with a 15 s toleration but does not read this counter yet",
 	controller + " karpenter_voluntary_disruption_failed_validations_total":     "needs a command the cluster invalidates during its validation delay: a race the test cannot time",
-	controller + " karpenter_voluntary_disruption_queue_failures_total":         "needs a replacement that fails to launch or initialize; kwok launches every offering, and a lost replacement backs its candidates off for 15 min",
+	controller + " karpenter_voluntary_disruption_queue_failures_total":         "needs a replacement lost or not initialized within 10 min; a replacement held by a startup taint and then deleted would do it (not caused yet), and its candidates then back off for 15 min",
 	controller + " karpenter_voluntary_disruption_consolidation_timeouts_total": "needs a consolidation search longer than its time budget",
 	controller + " karpenter_cloudprovider_batcher_batch_size":                  "only the AWS provider batches CreateFleet (e2e/aws); this suite runs kwok",
 	controller + " karpenter_cloudprovider_batcher_batch_time_seconds":          "only the AWS provider batches CreateFleet (e2e/aws); this suite runs kwok",
@@ -108,8 +106,8 @@ var want = []expected{
 	{scheduler, "karpenter_pods_scheduling_decision_duration_seconds", "histogram", nil, observed},
 	{scheduler, "karpenter_pods_provisioning_bound_duration_seconds", "histogram", nil, observed},
 	{scheduler, "karpenter_pods_provisioning_startup_duration_seconds", "histogram", nil, observed},
-	{scheduler, "karpenter_pods_provisioning_unbound_time_seconds", "gauge", []string{"name", "namespace"}, optional},
-	{scheduler, "karpenter_pods_provisioning_unstarted_time_seconds", "gauge", []string{"name", "namespace"}, optional},
+	{scheduler, "karpenter_pods_provisioning_unbound_time_seconds", "gauge", []string{"name", "namespace"}, present},
+	{scheduler, "karpenter_pods_provisioning_unstarted_time_seconds", "gauge", []string{"name", "namespace"}, present},
 	{scheduler, "karpenter_pods_provisioning_scheduling_undecided_time_seconds", "gauge", []string{"name", "namespace"}, present},
 
 	{scheduler, "karpenter_scheduler_scheduling_duration_seconds", "histogram", []string{"controller"}, observed},
@@ -163,8 +161,10 @@ func TestOptionalRowsHaveReasons(t *testing.T) {
 	}
 }
 
-// TestKarpenterMetrics scales a Deployment up from no nodes, drains its node by deleting the
-// NodeClaim, and then checks both binaries' metrics against the table above and against
+// TestKarpenterMetrics scales a Deployment (with a DaemonSet) up from no nodes, drains its node
+// by deleting the NodeClaim, drifts the NodePool so every node is replaced, adds a NodeClaim
+// that cannot launch or be priced, a pod nothing fits and a pod held by a startup taint, and
+// then checks both binaries' metrics against the table above and against
 // docs/metrics.md.
 func TestKarpenterMetrics(t *testing.T) {
 	env.RequireLocal(t)
@@ -201,7 +201,12 @@ func TestKarpenterMetrics(t *testing.T) {
 	unpriced := createUnpriceableNodeClaim(t, group)
 	drift(t, group, unpriced)
 	// A pod no instance type fits: it waits, unbound, without a scheduling decision.
-	createWaitingPod(t, ns, group)
+	createWaitingPod(t, ns, group, "waiting", "10000")
+	// A pod planned onto a NodeClaim whose node keeps a startup taint nobody removes: it waits
+	// to bind, with a scheduling decision.
+	held := group + "-held"
+	createHeldNodePool(t, held)
+	createWaitingPod(t, ns, held, "held", "100m")
 
 	documented := readDocs(t)
 	scraped := map[string]map[string]*framework.Family{}
@@ -313,6 +318,32 @@ func createDeployment(t *testing.T, ns, group string, replicas int32) {
 	}
 }
 
+// createHeldNodePool creates a NodePool named group whose nodes keep a startup taint: no
+// daemon removes it, so they never initialize and the pods planned onto them never bind. Its
+// limit keeps it to a few NodeClaims.
+func createHeldNodePool(t *testing.T, group string) {
+	t.Helper()
+	env.CreateKWOKNodeClass(t, group)
+	env.Create(t, framework.NodePools, fmt.Sprintf(`
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: %[1]q}
+spec:
+  disruption: {consolidateAfter: Never, budgets: [{nodes: "0"}]}
+  limits: {cpu: "8"}
+  template:
+    metadata:
+      labels: {%[2]s: %[1]q}
+    spec:
+      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: %[1]q}
+      startupTaints:
+      - {key: joinery.dev/e2e-not-started, effect: NoSchedule}
+      requirements:
+      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+      - {key: kubernetes.io/os, operator: In, values: [linux]}
+`, group, framework.GroupLabel))
+}
+
 // createDaemonSet creates a DaemonSet with requests and limits on the group's nodes, for the
 // nodes' daemon gauges.
 func createDaemonSet(t *testing.T, ns, group string) {
@@ -396,13 +427,12 @@ func nodeClaimsOf(t *testing.T, ctx context.Context, group string) []unstructure
 	return list.Items
 }
 
-// createWaitingPod creates a pod of the group that requests more CPU than any instance type
-// has: it stays Pending, unbound, and no plan ever gives it a NodeClaim.
-func createWaitingPod(t *testing.T, ns, group string) {
+// createWaitingPod creates the pod name of the group requesting cpu.
+func createWaitingPod(t *testing.T, ns, group, name, cpu string) {
 	t.Helper()
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "waiting", Namespace: ns, Labels: map[string]string{framework.GroupLabel: group}},
-		Spec:       framework.GroupPodSpec(group, "10000", "256Mi"),
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{framework.GroupLabel: group}},
+		Spec:       framework.GroupPodSpec(group, cpu, "256Mi"),
 	}
 	if _, err := env.Client.CoreV1().Pods(ns).Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create pod: %v", err)
