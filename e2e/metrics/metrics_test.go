@@ -57,8 +57,8 @@ var optionalBecause = map[string]string{
 	controller + " karpenter_voluntary_disruption_failed_validations_total":     "needs a command the cluster invalidates during its validation delay: a race the test cannot time",
 	controller + " karpenter_voluntary_disruption_queue_failures_total":         "needs a replacement lost or not initialized within 10 min; a replacement held by a startup taint and then deleted would do it (not caused yet), and its candidates then back off for 15 min",
 	controller + " karpenter_voluntary_disruption_consolidation_timeouts_total": "needs a consolidation search longer than its time budget",
-	controller + " karpenter_cloudprovider_batcher_batch_size":                  "only the AWS provider batches CreateFleet (e2e/aws); this suite runs kwok",
-	controller + " karpenter_cloudprovider_batcher_batch_time_seconds":          "only the AWS provider batches CreateFleet (e2e/aws); this suite runs kwok",
+	controller + " karpenter_cloudprovider_batcher_batch_size":                  "only the AWS provider batches CreateFleet; this suite runs kwok, e2e/aws (TestCreateFleetBatcherMetrics) checks it",
+	controller + " karpenter_cloudprovider_batcher_batch_time_seconds":          "only the AWS provider batches CreateFleet; this suite runs kwok, e2e/aws (TestCreateFleetBatcherMetrics) checks it",
 }
 
 // nodeLabels are the labels of the per-node gauges.
