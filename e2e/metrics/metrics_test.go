@@ -55,7 +55,6 @@ var optionalBecause = map[string]string{
 	scheduler + " karpenter_scheduler_unfinished_work_seconds":                  "as queue_depth",
 	controller + " karpenter_nodeclaims_unhealthy_disrupted_total":              "needs node repair: the NodeRepair gate and a node condition unhealthy for its toleration (30 min for Ready); e2e/disruption repairs a node with a 15 s toleration but does not read this counter yet",
 	controller + " karpenter_voluntary_disruption_failed_validations_total":     "needs a command the cluster invalidates during its validation delay: a race the test cannot time",
-	controller + " karpenter_voluntary_disruption_queue_failures_total":         "needs a replacement lost or not initialized within 10 min; a replacement held by a startup taint and then deleted would do it (not caused yet), and its candidates then back off for 15 min",
 	controller + " karpenter_voluntary_disruption_consolidation_timeouts_total": "needs a consolidation search longer than its time budget",
 	controller + " karpenter_cloudprovider_batcher_batch_size":                  "only the AWS provider batches CreateFleet; this suite runs kwok, e2e/aws (TestCreateFleetBatcherMetrics) checks it",
 	controller + " karpenter_cloudprovider_batcher_batch_time_seconds":          "only the AWS provider batches CreateFleet; this suite runs kwok, e2e/aws (TestCreateFleetBatcherMetrics) checks it",
@@ -122,7 +121,7 @@ var want = []expected{
 	{controller, "karpenter_voluntary_disruption_decision_evaluation_duration_seconds", "histogram", []string{"method", "consolidation_type"}, observed},
 	{controller, "karpenter_voluntary_disruption_failed_validations_total", "counter", []string{"consolidation_type"}, optional},
 	{controller, "karpenter_voluntary_disruption_decisions_by_nodepool_total", "counter", []string{"nodepool", "decision", "reason", "consolidation_type"}, observed},
-	{controller, "karpenter_voluntary_disruption_queue_failures_total", "counter", []string{"decision", "reason", "consolidation_type"}, optional},
+	{controller, "karpenter_voluntary_disruption_queue_failures_total", "counter", []string{"decision", "reason", "consolidation_type"}, observed},
 	{controller, "karpenter_voluntary_disruption_consolidation_timeouts_total", "counter", []string{"consolidation_type"}, optional},
 
 	{controller, "karpenter_cluster_state_node_count", "gauge", nil, observed},
@@ -162,7 +161,8 @@ func TestOptionalRowsHaveReasons(t *testing.T) {
 }
 
 // TestKarpenterMetrics scales a Deployment (with a DaemonSet) up from no nodes, drains its node
-// by deleting the NodeClaim, drifts the NodePool so every node is replaced, adds a NodeClaim
+// by deleting the NodeClaim, drifts the NodePool so every node is replaced, loses a drift
+// replacement of a second NodePool (a queue failure), adds a NodeClaim
 // that cannot launch or be priced, a pod nothing fits and a pod held by a startup taint, and
 // then checks both binaries' metrics against the table above and against
 // docs/metrics.md.
@@ -200,6 +200,7 @@ func TestKarpenterMetrics(t *testing.T) {
 	// cloud provider error) and the cost tracker cannot price it while it waits.
 	unpriced := createUnpriceableNodeClaim(t, group)
 	drift(t, group, unpriced)
+	loseReplacement(t, ns, group+"-lost")
 	// A pod no instance type fits: it waits, unbound, without a scheduling decision.
 	createWaitingPod(t, ns, group, "waiting", "10000")
 	// A pod planned onto a NodeClaim whose node keeps a startup taint nobody removes: it waits
@@ -415,6 +416,56 @@ func drift(t *testing.T, group, skip string) {
 			replaced++
 		}
 		return replaced > 0, fmt.Errorf("no NodeClaims")
+	})
+}
+
+// loseReplacement runs a Deployment of one pod on a NodePool named group, then drifts the
+// NodePool to a template with a startup taint nobody removes, so the drift's replacement
+// never initializes, and deletes that replacement: the command, having lost it, is rolled
+// back (a queue failure).
+func loseReplacement(t *testing.T, ns, group string) {
+	t.Helper()
+	createNodePool(t, group)
+	deploy := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "lost", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{framework.GroupLabel: group}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{framework.GroupLabel: group}},
+				Spec: framework.GroupPodSpec(group, "500m", "256Mi")},
+		},
+	}
+	if _, err := env.Client.AppsV1().Deployments(ns).Create(t.Context(), deploy, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create deployment: %v", err)
+	}
+	env.AwaitPods(t, ns, framework.GroupLabel+"="+group, 1, timeout, running)
+	original := map[string]bool{}
+	for _, nc := range nodeClaimsOf(t, t.Context(), group) {
+		original[nc.GetName()] = true
+	}
+	patch := `{"spec": {"template": {"metadata": {"labels": {"joinery.dev/e2e-drift": "v2"}}, "spec": {"startupTaints": [{"key": "joinery.dev/e2e-not-started", "effect": "NoSchedule"}]}}}}`
+	if _, err := env.Dynamic.Resource(framework.NodePools).Patch(t.Context(), group, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("patch nodepool %s: %v", group, err)
+	}
+	var replacement string
+	framework.Eventually(t, timeout, "a replacement NodeClaim of "+group, func(ctx context.Context) (bool, error) {
+		for _, nc := range nodeClaimsOf(t, ctx, group) {
+			if !original[nc.GetName()] {
+				replacement = nc.GetName()
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("none yet")
+	})
+	if err := env.Dynamic.Resource(framework.NodeClaims).Delete(t.Context(), replacement, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete replacement %s: %v", replacement, err)
+	}
+	framework.Eventually(t, timeout, "the command that lost "+replacement+" rolled back", func(ctx context.Context) (bool, error) {
+		v, err := env.ControllerMetric(ctx, "karpenter_voluntary_disruption_queue_failures_total", `reason="drifted"`)
+		if err != nil {
+			return false, err
+		}
+		return v > 0, fmt.Errorf("queue_failures_total = %v", v)
 	})
 }
 
