@@ -162,10 +162,9 @@ func TestOptionalRowsHaveReasons(t *testing.T) {
 
 // TestKarpenterMetrics scales a Deployment (with a DaemonSet) up from no nodes, drains its node
 // by deleting the NodeClaim, drifts the NodePool so every node is replaced, loses a drift
-// replacement of a second NodePool (a queue failure), adds a NodeClaim
-// that cannot launch or be priced, a pod nothing fits and a pod held by a startup taint, and
-// then checks both binaries' metrics against the table above and against
-// docs/metrics.md.
+// replacement of a second NodePool (a queue failure), adds a NodeClaim that cannot launch or be
+// priced, a pod nothing fits and a pod held by a startup taint, and then checks both binaries'
+// metrics against the table above and against docs/metrics.md.
 func TestKarpenterMetrics(t *testing.T) {
 	env.RequireLocal(t)
 	group := framework.UniqueName("metrics")
