@@ -1,7 +1,8 @@
-// Package metrics is the e2e suite of joinery's Prometheus metrics and logs: after a scale-up
-// and a drain on the local cluster, both binaries serve Karpenter's metrics with Karpenter's
-// names, types and labels, every karpenter_* family they serve is the one docs/metrics.md
-// lists, and joinery-controller's logs carry Karpenter's keys.
+// Package metrics is the e2e suite of joinery's Prometheus metrics and logs: after a scale-up,
+// a drain, a drift, a failed launch and pods left waiting on the local cluster, both binaries
+// serve Karpenter's metrics with Karpenter's names, types and labels, every karpenter_* family
+// they serve is the one docs/metrics.md lists, and joinery-controller's logs carry Karpenter's
+// keys.
 package metrics
 
 import (

@@ -13,6 +13,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/joinery-dev/joinery/e2e/framework"
@@ -49,29 +51,13 @@ type expected struct {
 // optionalBecause says, for every optional row, why the scenario cannot make the series appear
 // (binary and name as in want). TestOptionalRowsHaveReasons holds the two together.
 var optionalBecause = map[string]string{
-	controller + " karpenter_pods_unstarted_time_seconds":                               "exists only while a pod waits to start; by the scrape every pod runs and the series is gone",
-	controller + " karpenter_pods_unbound_time_seconds":                                 "exists only while a pod waits to bind; gone by the scrape",
-	scheduler + " karpenter_pods_provisioning_unbound_time_seconds":                     "exists only while a pod waits to bind; gone by the scrape",
-	scheduler + " karpenter_pods_provisioning_unstarted_time_seconds":                   "exists only while a pod waits to start; gone by the scrape",
-	scheduler + " karpenter_pods_provisioning_scheduling_undecided_time_seconds":        "exists only while a pod waits for its first decision; gone by the scrape",
-	scheduler + " karpenter_scheduler_queue_depth":                                      "exists only while a batch is being planned",
-	scheduler + " karpenter_scheduler_unfinished_work_seconds":                          "exists only while a batch is being planned",
-	controller + " karpenter_nodeclaims_unhealthy_disrupted_total":                      "needs node repair: the NodeRepair gate and a node condition unhealthy for its toleration (30 min for Ready)",
-	controller + " karpenter_voluntary_disruption_failed_validations_total":             "needs a command the cluster invalidates during its validation delay: a race the test cannot time",
-	controller + " karpenter_voluntary_disruption_queue_failures_total":                 "needs a replacement that fails to launch or initialize; kwok launches every offering",
-	controller + " karpenter_voluntary_disruption_consolidation_timeouts_total":         "needs a consolidation search longer than its time budget",
-	controller + " karpenter_cloudprovider_errors_total":                                "needs a cloud provider error; kwok's calls succeed in this scenario",
-	controller + " karpenter_cloudprovider_batcher_batch_size":                          "only the AWS provider batches CreateFleet (e2e/aws); this suite runs kwok",
-	controller + " karpenter_cloudprovider_batcher_batch_time_seconds":                  "only the AWS provider batches CreateFleet (e2e/aws); this suite runs kwok",
-	controller + " karpenter_nodepools_cost_tracker_errors_total":                       "needs a NodeClaim no offering of its NodePool prices; kwok's catalog prices every one",
-	controller + " karpenter_nodes_total_daemon_requests":                               "needs a DaemonSet pod on a node; the local cluster runs no DaemonSet on kwok nodes",
-	controller + " karpenter_nodes_total_daemon_limits":                                 "as total_daemon_requests",
-	controller + " karpenter_nodeclaims_created_total":                                  "not caused yet: disruption's replacements; the scenario's budgets keep disruption away",
-	controller + " karpenter_nodeclaims_disrupted_total":                                "not caused yet: the scenario's budgets keep disruption away",
-	controller + " karpenter_voluntary_disruption_decisions_total":                      "not caused yet: the scenario's budgets keep disruption away",
-	controller + " karpenter_voluntary_disruption_decisions_by_nodepool_total":          "not caused yet: the scenario's budgets keep disruption away",
-	controller + " karpenter_voluntary_disruption_eligible_nodes":                       "not caused yet: set when a method evaluates candidates; the scenario's budgets keep disruption away",
-	controller + " karpenter_voluntary_disruption_decision_evaluation_duration_seconds": "not caused yet: as eligible_nodes",
+	scheduler + " karpenter_scheduler_queue_depth":                              "exists only while a batch is being planned (milliseconds); a scrape cannot be timed to fall inside one",
+	scheduler + " karpenter_scheduler_unfinished_work_seconds":                  "as queue_depth",
+	controller + " karpenter_nodeclaims_unhealthy_disrupted_total":              "needs node repair: the NodeRepair gate and a node condition unhealthy for its toleration (30 min for Ready); e2e/disruption repairs a node with a 15 s toleration but does not read this counter yet",
+	controller + " karpenter_voluntary_disruption_failed_validations_total":     "needs a command the cluster invalidates during its validation delay: a race the test cannot time",
+	controller + " karpenter_voluntary_disruption_consolidation_timeouts_total": "needs a consolidation search longer than its time budget",
+	controller + " karpenter_cloudprovider_batcher_batch_size":                  "only the AWS provider batches CreateFleet; this suite runs kwok, e2e/aws (TestCreateFleetBatcherMetrics) checks it",
+	controller + " karpenter_cloudprovider_batcher_batch_time_seconds":          "only the AWS provider batches CreateFleet; this suite runs kwok, e2e/aws (TestCreateFleetBatcherMetrics) checks it",
 }
 
 // nodeLabels are the labels of the per-node gauges.
@@ -82,11 +68,11 @@ var want = []expected{
 	{scheduler, "karpenter_build_info", "gauge", []string{"version", "goversion", "goarch", "commit"}, observed},
 
 	{scheduler, "karpenter_nodeclaims_created_total", "counter", []string{"reason", "nodepool", "min_values_relaxed"}, observed},
-	{controller, "karpenter_nodeclaims_created_total", "counter", []string{"reason", "nodepool", "min_values_relaxed"}, optional},
+	{controller, "karpenter_nodeclaims_created_total", "counter", []string{"reason", "nodepool", "min_values_relaxed"}, observed},
 	{controller, "karpenter_nodeclaims_terminated_total", "counter", []string{"nodepool", "capacity_type", "zone"}, observed},
 	{controller, "karpenter_nodeclaims_termination_duration_seconds", "histogram", []string{"nodepool"}, observed},
 	{controller, "karpenter_nodeclaims_instance_termination_duration_seconds", "histogram", []string{"nodepool"}, observed},
-	{controller, "karpenter_nodeclaims_disrupted_total", "counter", []string{"reason", "nodepool", "capacity_type"}, optional},
+	{controller, "karpenter_nodeclaims_disrupted_total", "counter", []string{"reason", "nodepool", "capacity_type"}, observed},
 	{controller, "karpenter_nodeclaims_unhealthy_disrupted_total", "counter", []string{"condition", "nodepool", "capacity_type"}, optional},
 
 	{controller, "karpenter_nodes_created_total", "counter", []string{"nodepool", "zone"}, observed},
@@ -98,8 +84,8 @@ var want = []expected{
 	{controller, "karpenter_nodes_allocatable", "gauge", append(slices.Clone(nodeLabels), "resource_type"), observed},
 	{controller, "karpenter_nodes_total_pod_requests", "gauge", append(slices.Clone(nodeLabels), "resource_type"), observed},
 	{controller, "karpenter_nodes_total_pod_limits", "gauge", append(slices.Clone(nodeLabels), "resource_type"), observed},
-	{controller, "karpenter_nodes_total_daemon_requests", "gauge", append(slices.Clone(nodeLabels), "resource_type"), optional},
-	{controller, "karpenter_nodes_total_daemon_limits", "gauge", append(slices.Clone(nodeLabels), "resource_type"), optional},
+	{controller, "karpenter_nodes_total_daemon_requests", "gauge", append(slices.Clone(nodeLabels), "resource_type"), observed},
+	{controller, "karpenter_nodes_total_daemon_limits", "gauge", append(slices.Clone(nodeLabels), "resource_type"), observed},
 	{controller, "karpenter_nodes_system_overhead", "gauge", append(slices.Clone(nodeLabels), "resource_type"), present},
 
 	{controller, "karpenter_nodepools_limit", "gauge", []string{"nodepool", "resource_type"}, observed},
@@ -112,16 +98,16 @@ var want = []expected{
 	{controller, "karpenter_pods_state", "gauge", []string{"name", "namespace", "owner", "node", "nodepool", "zone", "arch", "capacity_type", "instance_type", "phase", "ready"}, observed},
 	{controller, "karpenter_pods_startup_duration_seconds", "summary", nil, observed},
 	{controller, "karpenter_pods_bound_duration_seconds", "histogram", nil, observed},
-	{controller, "karpenter_pods_unstarted_time_seconds", "gauge", []string{"name", "namespace"}, optional},
-	{controller, "karpenter_pods_unbound_time_seconds", "gauge", []string{"name", "namespace"}, optional},
+	{controller, "karpenter_pods_unstarted_time_seconds", "gauge", []string{"name", "namespace"}, present},
+	{controller, "karpenter_pods_unbound_time_seconds", "gauge", []string{"name", "namespace"}, present},
 	{controller, "karpenter_pods_drained_total", "counter", []string{"reason"}, observed},
 	{controller, "karpenter_pods_eviction_requests_total", "counter", []string{"code"}, observed},
 	{scheduler, "karpenter_pods_scheduling_decision_duration_seconds", "histogram", nil, observed},
 	{scheduler, "karpenter_pods_provisioning_bound_duration_seconds", "histogram", nil, observed},
 	{scheduler, "karpenter_pods_provisioning_startup_duration_seconds", "histogram", nil, observed},
-	{scheduler, "karpenter_pods_provisioning_unbound_time_seconds", "gauge", []string{"name", "namespace"}, optional},
-	{scheduler, "karpenter_pods_provisioning_unstarted_time_seconds", "gauge", []string{"name", "namespace"}, optional},
-	{scheduler, "karpenter_pods_provisioning_scheduling_undecided_time_seconds", "gauge", []string{"name", "namespace"}, optional},
+	{scheduler, "karpenter_pods_provisioning_unbound_time_seconds", "gauge", []string{"name", "namespace"}, present},
+	{scheduler, "karpenter_pods_provisioning_unstarted_time_seconds", "gauge", []string{"name", "namespace"}, present},
+	{scheduler, "karpenter_pods_provisioning_scheduling_undecided_time_seconds", "gauge", []string{"name", "namespace"}, present},
 
 	{scheduler, "karpenter_scheduler_scheduling_duration_seconds", "histogram", []string{"controller"}, observed},
 	{scheduler, "karpenter_scheduler_queue_depth", "gauge", []string{"controller", "scheduling_id"}, optional},
@@ -130,12 +116,12 @@ var want = []expected{
 	{scheduler, "karpenter_scheduler_unschedulable_pods_count", "gauge", []string{"controller"}, present},
 	{scheduler, "karpenter_scheduler_pending_pods_by_effective_zone_count", "gauge", []string{"controller", "zone"}, observed},
 
-	{controller, "karpenter_voluntary_disruption_decisions_total", "counter", []string{"decision", "reason", "consolidation_type"}, optional},
-	{controller, "karpenter_voluntary_disruption_eligible_nodes", "gauge", []string{"reason"}, optional},
-	{controller, "karpenter_voluntary_disruption_decision_evaluation_duration_seconds", "histogram", []string{"method", "consolidation_type"}, optional},
+	{controller, "karpenter_voluntary_disruption_decisions_total", "counter", []string{"decision", "reason", "consolidation_type"}, observed},
+	{controller, "karpenter_voluntary_disruption_eligible_nodes", "gauge", []string{"reason"}, present},
+	{controller, "karpenter_voluntary_disruption_decision_evaluation_duration_seconds", "histogram", []string{"method", "consolidation_type"}, observed},
 	{controller, "karpenter_voluntary_disruption_failed_validations_total", "counter", []string{"consolidation_type"}, optional},
-	{controller, "karpenter_voluntary_disruption_decisions_by_nodepool_total", "counter", []string{"nodepool", "decision", "reason", "consolidation_type"}, optional},
-	{controller, "karpenter_voluntary_disruption_queue_failures_total", "counter", []string{"decision", "reason", "consolidation_type"}, optional},
+	{controller, "karpenter_voluntary_disruption_decisions_by_nodepool_total", "counter", []string{"nodepool", "decision", "reason", "consolidation_type"}, observed},
+	{controller, "karpenter_voluntary_disruption_queue_failures_total", "counter", []string{"decision", "reason", "consolidation_type"}, observed},
 	{controller, "karpenter_voluntary_disruption_consolidation_timeouts_total", "counter", []string{"consolidation_type"}, optional},
 
 	{controller, "karpenter_cluster_state_node_count", "gauge", nil, observed},
@@ -143,14 +129,14 @@ var want = []expected{
 	{controller, "karpenter_cluster_state_unsynced_time_seconds", "gauge", nil, present},
 
 	{controller, "karpenter_cloudprovider_duration_seconds", "histogram", []string{"controller", "method", "provider"}, observed},
-	{controller, "karpenter_cloudprovider_errors_total", "counter", []string{"controller", "method", "provider", "error"}, optional},
+	{controller, "karpenter_cloudprovider_errors_total", "counter", []string{"controller", "method", "provider", "error"}, observed},
 	{controller, "karpenter_cloudprovider_instance_type_cpu_cores", "gauge", []string{"instance_type"}, observed},
 	{controller, "karpenter_cloudprovider_instance_type_memory_bytes", "gauge", []string{"instance_type"}, observed},
 	{controller, "karpenter_cloudprovider_instance_type_offering_available", "gauge", []string{"instance_type", "capacity_type", "zone"}, observed},
 	{controller, "karpenter_cloudprovider_instance_type_offering_price_estimate", "gauge", []string{"instance_type", "capacity_type", "zone"}, observed},
 	{controller, "karpenter_cloudprovider_batcher_batch_size", "histogram", []string{"batcher"}, optional},
 	{controller, "karpenter_cloudprovider_batcher_batch_time_seconds", "histogram", []string{"batcher"}, optional},
-	{controller, "karpenter_nodepools_cost_tracker_errors_total", "counter", []string{"nodepool"}, optional},
+	{controller, "karpenter_nodepools_cost_tracker_errors_total", "counter", []string{"nodepool"}, observed},
 	{controller, "karpenter_interruption_received_messages_total", "counter", []string{"message_type"}, present},
 	{controller, "karpenter_interruption_deleted_messages_total", "counter", nil, present},
 	{controller, "karpenter_interruption_message_queue_duration_seconds", "histogram", nil, present},
@@ -175,16 +161,19 @@ func TestOptionalRowsHaveReasons(t *testing.T) {
 	}
 }
 
-// TestKarpenterMetrics scales a Deployment up from no nodes, drains its node by deleting the
-// NodeClaim, and then checks both binaries' metrics against the table above and against
-// docs/metrics.md.
+// TestKarpenterMetrics scales a Deployment (with a DaemonSet) up from no nodes, drains its node
+// by deleting the NodeClaim, drifts the NodePool so every node is replaced, loses a drift
+// replacement of a second NodePool (a queue failure), adds a NodeClaim that cannot launch or be
+// priced, a pod nothing fits and a pod held by a startup taint, and then checks both binaries'
+// metrics against the table above and against docs/metrics.md.
 func TestKarpenterMetrics(t *testing.T) {
 	env.RequireLocal(t)
 	group := framework.UniqueName("metrics")
 	createNodePool(t, group)
 	ns := env.Namespace(t)
+	createDaemonSet(t, ns, group)
 	createDeployment(t, ns, group, 2)
-	selector := framework.GroupLabel + "=" + group
+	selector := framework.GroupLabel + "=" + group + ",app=web"
 	pods := env.AwaitPods(t, ns, selector, 2, timeout, running)
 
 	// Drain: delete the NodeClaim of the first replica's node; its pods are evicted and come
@@ -207,11 +196,24 @@ func TestKarpenterMetrics(t *testing.T) {
 		return nil
 	})
 
+	// A NodeClaim no offering prices, whose NodeClass does not exist: its launch fails (a
+	// cloud provider error) and the cost tracker cannot price it while it waits.
+	unpriced := createUnpriceableNodeClaim(t, group)
+	drift(t, group, unpriced)
+	loseReplacement(t, ns, group+"-lost")
+	// A pod no instance type fits: it waits, unbound, without a scheduling decision.
+	createWaitingPod(t, ns, group, "waiting", "10000")
+	// A pod planned onto a NodeClaim whose node keeps a startup taint nobody removes: it waits
+	// to bind, with a scheduling decision.
+	held := group + "-held"
+	createHeldNodePool(t, held)
+	createWaitingPod(t, ns, held, "held", "100m")
+
 	documented := readDocs(t)
 	scraped := map[string]map[string]*framework.Family{}
-	// The gauges are recomputed every few seconds and the drain's counters land as its steps
-	// finish: wait until every metric the scenario must leave is there.
-	framework.Eventually(t, time.Minute, "every metric the scenario causes", func(ctx context.Context) (bool, error) {
+	// The gauges are recomputed every few seconds (the cost tracker every 30) and the counters
+	// land as the steps finish: wait until every metric the scenario must leave is there.
+	framework.Eventually(t, 2*time.Minute, "every metric the scenario causes", func(ctx context.Context) (bool, error) {
 		var err error
 		if scraped[controller], err = env.ScrapeController(ctx); err != nil {
 			return false, err
@@ -271,7 +273,8 @@ func TestKarpenterMetrics(t *testing.T) {
 }
 
 // createNodePool creates a KWOKNodeClass and a NodePool named group whose nodes carry the
-// group's label; budgets keep disruption away from the scenario.
+// group's label. Its budgets let drift replace every node at once; consolidation is off, so
+// nothing but the scenario's own changes disrupts its nodes.
 func createNodePool(t *testing.T, group string) {
 	t.Helper()
 	env.CreateKWOKNodeClass(t, group)
@@ -280,7 +283,7 @@ apiVersion: karpenter.sh/v1
 kind: NodePool
 metadata: {name: %[1]q}
 spec:
-  disruption: {budgets: [{nodes: "0"}]}
+  disruption: {consolidateAfter: Never, budgets: [{nodes: "100%%"}]}
   limits: {cpu: "64"}
   template:
     metadata:
@@ -297,7 +300,7 @@ spec:
 // nodes.
 func createDeployment(t *testing.T, ns, group string, replicas int32) {
 	t.Helper()
-	labels := map[string]string{framework.GroupLabel: group}
+	labels := map[string]string{framework.GroupLabel: group, "app": "web"}
 	spec := framework.GroupPodSpec(group, "500m", "256Mi")
 	// Limits as well as requests, so the nodes' pod-limit gauges have something to sum.
 	for i := range spec.Containers {
@@ -313,6 +316,177 @@ func createDeployment(t *testing.T, ns, group string, replicas int32) {
 	}
 	if _, err := env.Client.AppsV1().Deployments(ns).Create(t.Context(), deploy, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create deployment: %v", err)
+	}
+}
+
+// createHeldNodePool creates a NodePool named group whose nodes keep a startup taint: no
+// daemon removes it, so they never initialize and the pods planned onto them never bind. Its
+// limit keeps it to a few NodeClaims.
+func createHeldNodePool(t *testing.T, group string) {
+	t.Helper()
+	env.CreateKWOKNodeClass(t, group)
+	env.Create(t, framework.NodePools, fmt.Sprintf(`
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: %[1]q}
+spec:
+  disruption: {consolidateAfter: Never, budgets: [{nodes: "0"}]}
+  limits: {cpu: "8"}
+  template:
+    metadata:
+      labels: {%[2]s: %[1]q}
+    spec:
+      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: %[1]q}
+      startupTaints:
+      - {key: joinery.dev/e2e-not-started, effect: NoSchedule}
+      requirements:
+      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+      - {key: kubernetes.io/os, operator: In, values: [linux]}
+`, group, framework.GroupLabel))
+}
+
+// createDaemonSet creates a DaemonSet with requests and limits on the group's nodes, for the
+// nodes' daemon gauges.
+func createDaemonSet(t *testing.T, ns, group string) {
+	t.Helper()
+	labels := map[string]string{framework.GroupLabel: group, "app": "agent"}
+	spec := framework.GroupPodSpec(group, "100m", "64Mi")
+	for i := range spec.Containers {
+		spec.Containers[i].Resources.Limits = spec.Containers[i].Resources.Requests.DeepCopy()
+	}
+	ds := &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: ns},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec},
+		},
+	}
+	if _, err := env.Client.AppsV1().DaemonSets(ns).Create(t.Context(), ds, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create daemonset: %v", err)
+	}
+}
+
+// createUnpriceableNodeClaim creates a NodeClaim of the group's NodePool that asks for an
+// instance type no catalog has and names a KWOKNodeClass that does not exist: every launch
+// fails with NodeClassNotReadyError, and the cost tracker finds no offering to price it. Its
+// taint keeps pods from being planned onto it. It returns its name.
+func createUnpriceableNodeClaim(t *testing.T, group string) string {
+	t.Helper()
+	name := group + "-unpriced"
+	env.Create(t, framework.NodeClaims, fmt.Sprintf(`
+apiVersion: karpenter.sh/v1
+kind: NodeClaim
+metadata:
+  name: %[1]q
+  labels: {karpenter.sh/nodepool: %[2]q}
+spec:
+  nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: %[1]q}
+  taints:
+  - {key: joinery.dev/e2e-unpriced, effect: NoSchedule}
+  requirements:
+  - {key: node.kubernetes.io/instance-type, operator: In, values: [joinery-e2e-none]}
+  resources:
+    requests: {cpu: 100m}
+`, name, group))
+	return name
+}
+
+// drift changes the NodePool's template labels and waits until every NodeClaim of it (but
+// skip, which never launches) is a replacement carrying the new label, and the Deployment's
+// pods run again.
+func drift(t *testing.T, group, skip string) {
+	t.Helper()
+	original := map[string]bool{}
+	for _, nc := range nodeClaimsOf(t, t.Context(), group) {
+		original[nc.GetName()] = true
+	}
+	patch := `{"spec": {"template": {"metadata": {"labels": {"joinery.dev/e2e-drift": "v2"}}}}}`
+	if _, err := env.Dynamic.Resource(framework.NodePools).Patch(t.Context(), group, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("patch nodepool %s: %v", group, err)
+	}
+	framework.Eventually(t, 2*timeout, "every NodeClaim of "+group+" replaced", func(ctx context.Context) (bool, error) {
+		replaced := 0
+		for _, nc := range nodeClaimsOf(t, ctx, group) {
+			if nc.GetName() == skip {
+				continue
+			}
+			if original[nc.GetName()] || nc.GetLabels()["joinery.dev/e2e-drift"] != "v2" {
+				return false, fmt.Errorf("%s not replaced yet", nc.GetName())
+			}
+			replaced++
+		}
+		return replaced > 0, fmt.Errorf("no NodeClaims")
+	})
+}
+
+// loseReplacement runs a Deployment of one pod on a NodePool named group, then drifts the
+// NodePool to a template with a startup taint nobody removes, so the drift's replacement
+// never initializes, and deletes that replacement: the command, having lost it, is rolled
+// back (a queue failure).
+func loseReplacement(t *testing.T, ns, group string) {
+	t.Helper()
+	createNodePool(t, group)
+	deploy := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "lost", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{framework.GroupLabel: group}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{framework.GroupLabel: group}},
+				Spec: framework.GroupPodSpec(group, "500m", "256Mi")},
+		},
+	}
+	if _, err := env.Client.AppsV1().Deployments(ns).Create(t.Context(), deploy, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create deployment: %v", err)
+	}
+	env.AwaitPods(t, ns, framework.GroupLabel+"="+group, 1, timeout, running)
+	original := map[string]bool{}
+	for _, nc := range nodeClaimsOf(t, t.Context(), group) {
+		original[nc.GetName()] = true
+	}
+	patch := `{"spec": {"template": {"metadata": {"labels": {"joinery.dev/e2e-drift": "v2"}}, "spec": {"startupTaints": [{"key": "joinery.dev/e2e-not-started", "effect": "NoSchedule"}]}}}}`
+	if _, err := env.Dynamic.Resource(framework.NodePools).Patch(t.Context(), group, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("patch nodepool %s: %v", group, err)
+	}
+	var replacement string
+	framework.Eventually(t, timeout, "a replacement NodeClaim of "+group, func(ctx context.Context) (bool, error) {
+		for _, nc := range nodeClaimsOf(t, ctx, group) {
+			if !original[nc.GetName()] {
+				replacement = nc.GetName()
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("none yet")
+	})
+	if err := env.Dynamic.Resource(framework.NodeClaims).Delete(t.Context(), replacement, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete replacement %s: %v", replacement, err)
+	}
+	framework.Eventually(t, timeout, "the command that lost "+replacement+" rolled back", func(ctx context.Context) (bool, error) {
+		v, err := env.ControllerMetric(ctx, "karpenter_voluntary_disruption_queue_failures_total", `reason="drifted"`)
+		if err != nil {
+			return false, err
+		}
+		return v > 0, fmt.Errorf("queue_failures_total = %v", v)
+	})
+}
+
+func nodeClaimsOf(t *testing.T, ctx context.Context, group string) []unstructured.Unstructured {
+	t.Helper()
+	list, err := env.Dynamic.Resource(framework.NodeClaims).List(ctx, metav1.ListOptions{LabelSelector: "karpenter.sh/nodepool=" + group})
+	if err != nil {
+		t.Fatalf("list nodeclaims of %s: %v", group, err)
+	}
+	return list.Items
+}
+
+// createWaitingPod creates the pod name of the group requesting cpu.
+func createWaitingPod(t *testing.T, ns, group, name, cpu string) {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{framework.GroupLabel: group}},
+		Spec:       framework.GroupPodSpec(group, cpu, "256Mi"),
+	}
+	if _, err := env.Client.CoreV1().Pods(ns).Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create pod: %v", err)
 	}
 }
 
