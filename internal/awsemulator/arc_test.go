@@ -24,6 +24,7 @@ func activeShifts(t *testing.T, client *arczonalshift.Client) []arctypes.ZonalSh
 	return out.Items
 }
 
+// apiCode is the error code the SDK reports for err, or "" for an error that is not an API error.
 func apiCode(err error) string {
 	var apiErr smithy.APIError
 	if errors.As(err, &apiErr) {

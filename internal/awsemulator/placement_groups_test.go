@@ -2,23 +2,13 @@ package awsemulator
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	"github.com/aws/smithy-go"
 )
-
-func apiCode(err error) string {
-	var apiErr smithy.APIError
-	if errors.As(err, &apiErr) {
-		return apiErr.ErrorCode()
-	}
-	return ""
-}
 
 func TestPlacementGroupsCreateDescribeDelete(t *testing.T) {
 	srv := NewServer(Options{})
