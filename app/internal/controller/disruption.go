@@ -3,11 +3,11 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -21,7 +21,7 @@ import (
 	"github.com/joinery-dev/joinery/controller/nodeclaim"
 	"github.com/joinery-dev/joinery/controller/state"
 	"github.com/joinery-dev/joinery/internal/featuregates"
-	"github.com/joinery-dev/joinery/simulation"
+	"github.com/joinery-dev/joinery/plugin"
 	"github.com/joinery-dev/joinery/simulation/solver"
 )
 
@@ -34,9 +34,11 @@ type disruptionOptions struct {
 	consolidationValidationDelay time.Duration
 	pollInterval                 time.Duration
 	repairToleration             time.Duration
-	preferencePolicy             solver.PreferencePolicy
-	minValuesPolicy              solver.MinValuesPolicy
-	ignoreDRARequests            bool
+	// overrides replace the profile's Provisioner args: the environment's policy settings and
+	// the --preference-policy, --min-values-policy and --ignore-dra-requests flags, when given.
+	overrides plugin.ArgOverrides
+	// engine is the profile and Provisioner args the simulation runs with (loadEngine).
+	engine plugin.Engine
 	// outOfTree are the scheduler plugins registered with the binary (app.WithPlugin).
 	outOfTree frameworkruntime.Registry
 }
@@ -66,36 +68,20 @@ func (s *disruptionSimulation) build(cp cloudprovider.CloudProvider) error {
 	if s.simulator != nil {
 		return nil
 	}
-	profile, err := schedulerProfile(s.opts)
-	if err != nil {
-		return err
-	}
 	clientset, err := kubernetes.NewForConfig(s.mgr.GetConfig())
 	if err != nil {
 		return fmt.Errorf("building the simulation's clientset: %w", err)
 	}
 	factory := informers.NewSharedInformerFactory(clientset, 0)
-	view := &disruption.View{}
-	solv, err := solver.New(s.ctx, solver.Options{
-		State:         view,
-		InstanceTypes: cp,
-		Profile:       profile,
-		OutOfTree:     s.opts.outOfTree,
-		Framework:     simulation.FrameworkOptions{Client: clientset, InformerFactory: factory},
-		Unavailable:   view.Unavailable,
-		// The same policies joinery-scheduler's Provisioner plans with.
-		PreferencePolicy:  s.opts.preferencePolicy,
-		MinValuesPolicy:   s.opts.minValuesPolicy,
-		IgnoreDRARequests: s.opts.ignoreDRARequests,
-	})
-	if err != nil {
-		return fmt.Errorf("building the disruption simulation: %w", err)
-	}
-	factory.Start(s.ctx.Done())
 	// Replacements skip the offerings the lifecycle controller recorded as exhausted, as the
 	// scheduler's Provisioner does.
 	unavailable := state.NewUnavailableOfferings(s.mgr.GetClient(), s.mgr.GetAPIReader(), s.namespace, clock.RealClock{})
-	s.simulator = disruption.NewSolverSimulator(solv, view, unavailable)
+	sim, err := disruption.NewSimulation(s.ctx, s.opts.simulationOptions(cp, clientset, factory, unavailable))
+	if err != nil {
+		return err
+	}
+	factory.Start(s.ctx.Done())
+	s.simulator = sim
 	// Forceful methods launch capacity for the pods of the node they remove at once.
 	s.preplan = &disruption.Preplanner{Client: s.mgr.GetClient(), Simulator: s.simulator}
 	s.factory = factory
@@ -153,20 +139,29 @@ func setupDisruption(mgr ctrl.Manager, cp cloudprovider.CloudProvider, sim *disr
 	return nil
 }
 
-// schedulerProfile is the profile disruption simulates with. A plugin it enables or configures
-// that is neither in-tree nor registered is an *simulation.UnknownPluginsError.
-func schedulerProfile(opts disruptionOptions) (*config.KubeSchedulerProfile, error) {
-	if opts.schedulerConfig == "" {
-		return simulation.DefaultProfile()
-	}
-	profile, err := simulation.LoadProfile(opts.schedulerConfig, opts.schedulerName)
+// loadEngine loads the profile and Provisioner args of --scheduler-config (kube-scheduler's
+// default profile without it) with the overrides applied. A plugin the profile enables or
+// configures that is neither in-tree nor registered is an *simulation.UnknownPluginsError.
+func (o disruptionOptions) loadEngine() (plugin.Engine, error) {
+	engine, err := plugin.LoadEngine(o.schedulerConfig, o.schedulerName, o.outOfTree, o.overrides)
 	if err != nil {
-		return nil, err
+		return plugin.Engine{}, fmt.Errorf("--scheduler-config: %w", err)
 	}
-	if err := simulation.CheckPlugins(profile, opts.outOfTree); err != nil {
-		return nil, fmt.Errorf("--scheduler-config %s: %w", opts.schedulerConfig, err)
+	return engine, nil
+}
+
+// simulationOptions are the options of the controller's disruption simulation over cp: the
+// loaded engine's profile and policies, the binary's plugins.
+func (o disruptionOptions) simulationOptions(cp solver.InstanceTypeSource, client kubernetes.Interface, factory informers.SharedInformerFactory, offerings disruption.UnavailableSource) disruption.SimulationOptions {
+	return disruption.SimulationOptions{
+		Profile:         o.engine.Profile,
+		OutOfTree:       o.outOfTree,
+		InstanceTypes:   cp,
+		Client:          client,
+		InformerFactory: factory,
+		Offerings:       offerings,
+		Policies:        o.engine.Args.Policies(),
 	}
-	return profile, nil
 }
 
 // syncedRunnable starts the loop once the simulation's informers have synced.
@@ -182,3 +177,40 @@ func (r *syncedRunnable) Start(ctx context.Context) error {
 }
 
 func (r *syncedRunnable) NeedLeaderElection() bool { return true }
+
+// override is a flag that sets *dst only when given, so that an absent flag overrides nothing.
+type override[T ~string] struct{ dst **T }
+
+func (f override[T]) String() string {
+	if f.dst == nil || *f.dst == nil {
+		return ""
+	}
+	return string(**f.dst)
+}
+
+func (f override[T]) Set(v string) error {
+	t := T(v)
+	*f.dst = &t
+	return nil
+}
+
+// boolOverride is override for a boolean flag.
+type boolOverride struct{ dst **bool }
+
+func (f boolOverride) String() string {
+	if f.dst == nil || *f.dst == nil {
+		return ""
+	}
+	return strconv.FormatBool(**f.dst)
+}
+
+func (f boolOverride) Set(v string) error {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return err
+	}
+	*f.dst = &b
+	return nil
+}
+
+func (boolOverride) IsBoolFlag() bool { return true }
