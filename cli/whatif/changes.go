@@ -2,6 +2,7 @@ package whatif
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -111,6 +112,11 @@ func apply(s *snapshot.Snapshot, scheme *runtime.Scheme, u *unstructured.Unstruc
 	if err != nil {
 		return fmt.Errorf("unknown kind %s; a change may hold %s", gvk, strings.Join(supportedKinds, ", "))
 	}
+	// A NodePool, NodeOverlay, CapacityBuffer or node class the API server would refuse is
+	// refused here, by the same schema and CEL rules, not simulated.
+	if err := validateCRD(context.Background(), u); err != nil {
+		return err
+	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
 		return fmt.Errorf("decoding: %w", err)
 	}
@@ -139,16 +145,16 @@ func apply(s *snapshot.Snapshot, scheme *runtime.Scheme, u *unstructured.Unstruc
 	case *appsv1.DaemonSet:
 		s.DaemonSets = upsert(s.DaemonSets, o)
 	case *appsv1.Deployment:
-		return scale(s, o, "ReplicaSet", ptr.Deref(o.Spec.Replicas, 1), o.Spec.Selector, o.Spec.Template)
+		return scale(s, o, "ReplicaSet", "spec.replicas", ptr.Deref(o.Spec.Replicas, 1), o.Spec.Selector, o.Spec.Template)
 	case *appsv1.ReplicaSet:
-		return scale(s, o, "ReplicaSet", ptr.Deref(o.Spec.Replicas, 1), o.Spec.Selector, o.Spec.Template)
+		return scale(s, o, "ReplicaSet", "spec.replicas", ptr.Deref(o.Spec.Replicas, 1), o.Spec.Selector, o.Spec.Template)
 	case *appsv1.StatefulSet:
 		if len(o.Spec.VolumeClaimTemplates) > 0 {
 			return errors.New("StatefulSets with volumeClaimTemplates are not simulated: give their PersistentVolumeClaims and Pods instead")
 		}
-		return scale(s, o, "StatefulSet", ptr.Deref(o.Spec.Replicas, 1), o.Spec.Selector, o.Spec.Template)
+		return scale(s, o, "StatefulSet", "spec.replicas", ptr.Deref(o.Spec.Replicas, 1), o.Spec.Selector, o.Spec.Template)
 	case *batchv1.Job:
-		return scale(s, o, "Job", ptr.Deref(o.Spec.Parallelism, 1), o.Spec.Selector, o.Spec.Template)
+		return scale(s, o, "Job", "spec.parallelism", ptr.Deref(o.Spec.Parallelism, 1), o.Spec.Selector, o.Spec.Template)
 	default:
 		return applyOther(s, u, obj)
 	}
@@ -225,8 +231,12 @@ func pendingPod(p *corev1.Pod) *corev1.Pod {
 
 // scale makes the workload's pods number replicas: new ones are pending pods from its
 // template, owned by one controller (so they are one equivalence class, like a ReplicaSet's
-// pods); surplus ones are removed, pending first.
-func scale(s *snapshot.Snapshot, workload metav1.Object, ownerKind string, replicas int32, selector *metav1.LabelSelector, tmpl corev1.PodTemplateSpec) error {
+// pods); surplus ones are removed, pending first. field names replicas in the workload, for
+// errors.
+func scale(s *snapshot.Snapshot, workload metav1.Object, ownerKind, field string, replicas int32, selector *metav1.LabelSelector, tmpl corev1.PodTemplateSpec) error {
+	if replicas < 0 {
+		return fmt.Errorf("%s: Invalid value: %d: must be greater than or equal to 0", field, replicas)
+	}
 	if selector == nil {
 		selector = &metav1.LabelSelector{MatchLabels: tmpl.Labels}
 	}

@@ -65,7 +65,7 @@ func TestApply(t *testing.T) {
 		},
 		{
 			name: "a changed nodepool keeps its readiness",
-			yaml: `{apiVersion: karpenter.sh/v1, kind: NodePool, metadata: {name: default}, spec: {template: {spec: {nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}}}, limits: {cpu: "1000"}}}`,
+			yaml: `{apiVersion: karpenter.sh/v1, kind: NodePool, metadata: {name: default}, spec: {template: {spec: {requirements: [], nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}}}, limits: {cpu: "1000"}}}`,
 			check: func(t *testing.T, s *snapshot.Snapshot) {
 				for _, np := range s.NodePools {
 					if np.Name == "default" && (len(np.Status.Conditions) == 0 || np.Spec.Limits.Cpu().String() != "1k") {
@@ -76,6 +76,18 @@ func TestApply(t *testing.T) {
 		},
 		{name: "unknown kind", yaml: `{apiVersion: v1, kind: Service, metadata: {name: web}}`, wantErr: "kind Service cannot be simulated"},
 		{name: "no name", yaml: `{apiVersion: v1, kind: Pod}`, wantErr: "needs apiVersion, kind and metadata.name"},
+		{name: "an invalid budget is refused by the CRD's schema, the field named",
+			yaml:    `{apiVersion: karpenter.sh/v1, kind: NodePool, metadata: {name: default}, spec: {template: {spec: {requirements: [], nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}}}, disruption: {budgets: [{nodes: "ten"}]}}}`,
+			wantErr: "spec.disruption.budgets[0].nodes"},
+		{name: "an overlay the CRD's CEL rules refuse is refused, the rule's message given",
+			yaml:    `{apiVersion: karpenter.sh/v1alpha1, kind: NodeOverlay, metadata: {name: cheap}, spec: {requirements: [], price: "0.1", priceAdjustment: "-10%"}}`,
+			wantErr: "price and priceAdjustment are mutually exclusive"},
+		{name: "negative replicas are an error, not a panic",
+			yaml:    `{apiVersion: apps/v1, kind: ReplicaSet, metadata: {name: inflate-5d8f}, spec: {replicas: -1, selector: {matchLabels: {app: inflate}}, template: {metadata: {labels: {app: inflate}}}}}`,
+			wantErr: "spec.replicas: Invalid value: -1"},
+		{name: "a job's negative parallelism is an error",
+			yaml:    `{apiVersion: batch/v1, kind: Job, metadata: {name: j}, spec: {parallelism: -2, template: {metadata: {labels: {app: j}}}}}`,
+			wantErr: "spec.parallelism: Invalid value: -2"},
 		{name: "selector misses the template", yaml: `{apiVersion: apps/v1, kind: Deployment, metadata: {name: x}, spec: {selector: {matchLabels: {app: api}}, template: {metadata: {labels: {app: web}}}}}`,
 			wantErr: "selector does not match"},
 	}
