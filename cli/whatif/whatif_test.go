@@ -2,9 +2,11 @@ package whatif_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cli/fixtures"
 	"github.com/joinery-dev/joinery/cli/snapshot"
 	"github.com/joinery-dev/joinery/cli/whatif"
@@ -170,5 +172,53 @@ func TestSimulateLimits(t *testing.T) {
 	}
 	if !after.Changed() {
 		t.Error("Changed() = false with new NodeClaims")
+	}
+}
+
+// TestExplainNodeAgreesWithThePass: for every consolidation policy, the node the controller's
+// pass disrupts is the node `explain node` says is disrupted, by the same method, and none of
+// the checks explain prints for it fails; a Balanced NodePool's nodes are consolidated.
+func TestExplainNodeAgreesWithThePass(t *testing.T) {
+	ctx := context.Background()
+	for _, policy := range []karpv1.ConsolidationPolicy{karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized, karpv1.ConsolidationPolicyBalanced} {
+		t.Run(string(policy), func(t *testing.T) {
+			s := read(t)
+			for i := range s.NodePools {
+				s.NodePools[i].Spec.Disruption.ConsolidationPolicy = policy
+			}
+			c, err := whatif.Load(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pass, err := c.Disrupt(ctx, whatif.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(pass.Nodes) == 0 {
+				t.Fatalf("the pass disrupts nothing under %s: %+v", policy, pass)
+			}
+			disrupted := map[string]bool{}
+			for _, n := range pass.Nodes {
+				disrupted[n.Node] = true
+			}
+			for _, n := range s.Nodes {
+				exp, err := c.ExplainNode(ctx, whatif.Options{}, n.Name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := fmt.Sprintf("disrupted by %s (%s)", pass.Method, pass.Decision)
+				switch {
+				case disrupted[n.Name] && exp.Verdict != want:
+					t.Errorf("node %s: explain says %q, the pass %q", n.Name, exp.Verdict, want)
+				case !disrupted[n.Name] && exp.Verdict == want && pass.Method != "multi-node-consolidation":
+					t.Errorf("node %s: explain says %q, the pass disrupts %v", n.Name, exp.Verdict, pass.Nodes)
+				}
+				for _, ch := range exp.Checks {
+					if disrupted[n.Name] && ch.Check == "consolidationPolicy" && !ch.OK {
+						t.Errorf("node %s is consolidated, explain says %s: %s", n.Name, ch.Check, ch.Detail)
+					}
+				}
+			}
+		})
 	}
 }
