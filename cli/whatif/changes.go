@@ -74,10 +74,18 @@ func DecodeChanges(r io.Reader) ([]*unstructured.Unstructured, error) {
 
 // supportedKinds are the kinds a change may hold; workloads become their pods.
 var supportedKinds = []string{
-	"NodePool", "NodeClaim", "NodeOverlay", "CapacityBuffer", "<node class>", "Node", "Pod", "PodDisruptionBudget",
+	"NodePool", "NodeClaim", "<node class>", "Node", "Pod", "PodDisruptionBudget",
 	"DaemonSet", "Namespace", "PersistentVolume", "PersistentVolumeClaim", "StorageClass", "CSINode",
 	"Deployment", "ReplicaSet", "StatefulSet", "Job",
 }
+
+// Changes a simulation cannot apply, refused with why.
+var (
+	errOverlayChange = errors.New("NodeOverlay changes cannot be simulated: the snapshot records each NodePool's instance types " +
+		"with the cluster's NodeOverlays already applied, so a changed overlay cannot be applied to them in its place")
+	errBufferChange = errors.New("CapacityBuffer changes cannot be simulated: the snapshot holds neither the PodTemplates nor the " +
+		"workloads a buffer's pods come from")
+)
 
 // Apply adds each object to s, replacing the object of the same kind, namespace and name.
 // Deployments, ReplicaSets, StatefulSets and Jobs are not recorded: their replicas are, as
@@ -129,9 +137,10 @@ func apply(s *snapshot.Snapshot, scheme *runtime.Scheme, u *unstructured.Unstruc
 	case *karpv1.NodeClaim:
 		s.NodeClaims = upsert(s.NodeClaims, o)
 	case *karpv1alpha1.NodeOverlay:
-		s.NodeOverlays = upsert(s.NodeOverlays, o)
+		// Refused rather than ignored: the simulation would not see the change.
+		return errOverlayChange
 	case *autoscalingv1alpha1.CapacityBuffer:
-		s.CapacityBuffers = upsert(s.CapacityBuffers, o)
+		return errBufferChange
 	case *corev1.Node:
 		s.Nodes = upsert(s.Nodes, o)
 	case *corev1.Pod:

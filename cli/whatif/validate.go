@@ -2,6 +2,7 @@ package whatif
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"sigs.k8s.io/yaml"
 
@@ -98,6 +100,17 @@ func validateCRD(ctx context.Context, u *unstructured.Unstructured) error {
 	if !ok {
 		return nil
 	}
+	// Numbers as the API server decodes them (int64 when integral, as CEL's int wants); a
+	// YAML or JSON decoder into a map gives float64.
+	data, err := json.Marshal(u.Object)
+	if err != nil {
+		return fmt.Errorf("encoding: %w", err)
+	}
+	obj := map[string]any{}
+	if err := utiljson.Unmarshal(data, &obj); err != nil {
+		return fmt.Errorf("decoding: %w", err)
+	}
+	u.Object = obj
 	structuraldefaulting.Default(u.Object, s.structural)
 	errs := apiservervalidation.ValidateCustomResource(nil, u.Object, s.openAPI)
 	if s.cel != nil {
