@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/cloudprovider/aws"
 	"github.com/joinery-dev/joinery/controller/disruption"
@@ -46,8 +48,10 @@ type disruptionOptions struct {
 // disruptionSimulation is the solver-backed simulation every disruption path shares: the
 // disruption loop, expiration, repair and the cloud provider's interruption handling. It
 // simulates with the provisioning solver over the scheduler's profile (the same configuration
-// file joinery-scheduler reads) and is built once, for the cloud provider, by whichever of
-// them asks first: the AWS provider asks while aws.New builds it.
+// file joinery-scheduler reads) and is built once, by setupDisruption, over the instrumented
+// cloud provider. The AWS provider, which needs a Preplanner while aws.New builds it, gets one
+// that forwards to the simulation once built (preplanner), so that no caller builds the
+// simulation over the provider before it is instrumented.
 type disruptionSimulation struct {
 	ctx       context.Context
 	mgr       ctrl.Manager
@@ -63,10 +67,10 @@ func newDisruptionSimulation(ctx context.Context, mgr ctrl.Manager, namespace st
 	return &disruptionSimulation{ctx: ctx, mgr: mgr, namespace: namespace, opts: opts}
 }
 
-// build builds the simulation for cp the first time it is called; later calls keep it.
+// build builds the simulation for cp; a second call is an error.
 func (s *disruptionSimulation) build(cp cloudprovider.CloudProvider) error {
 	if s.simulator != nil {
-		return nil
+		return errors.New("the disruption simulation is built once")
 	}
 	clientset, err := kubernetes.NewForConfig(s.mgr.GetConfig())
 	if err != nil {
@@ -88,12 +92,21 @@ func (s *disruptionSimulation) build(cp cloudprovider.CloudProvider) error {
 	return nil
 }
 
-// preplanner is the Preplanner over the simulation for cp (aws.Options.Preplanner).
-func (s *disruptionSimulation) preplanner(cp cloudprovider.CloudProvider) (aws.Preplanner, error) {
-	if err := s.build(cp); err != nil {
-		return nil, err
+// preplanner is the Preplanner over the simulation (aws.Options.Preplanner). It does not
+// build the simulation over the provider it is handed, which is not instrumented yet: it
+// forwards to the simulation setupDisruption builds before the manager starts.
+func (s *disruptionSimulation) preplanner(cloudprovider.CloudProvider) (aws.Preplanner, error) {
+	return deferredPreplanner{s}, nil
+}
+
+// deferredPreplanner is the simulation's Preplanner, resolved on each call.
+type deferredPreplanner struct{ sim *disruptionSimulation }
+
+func (p deferredPreplanner) Preplan(ctx context.Context, method string, nc *karpv1.NodeClaim) ([]string, error) {
+	if p.sim.preplan == nil {
+		return nil, errors.New("the disruption simulation is not built yet")
 	}
-	return s.preplan, nil
+	return p.sim.preplan.Preplan(ctx, method, nc)
 }
 
 // setupDisruption adds the disruption loop (drift, emptiness, multi- and single-node

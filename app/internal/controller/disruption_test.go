@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/internal/chart"
 	"github.com/joinery-dev/joinery/plugin"
 	"github.com/joinery-dev/joinery/simulation"
@@ -149,4 +150,22 @@ func schedulerConfigOf(t *testing.T, files []chart.File) string {
 	}
 	t.Fatal("the chart renders no scheduler-config.yaml")
 	return ""
+}
+
+// TestPreplannerDoesNotBuildTheSimulation: the AWS provider asks for the Preplanner while
+// aws.New runs, before setupDisruption instruments the provider; asking builds nothing (the
+// simulation is built once, over the instrumented provider), and a pre-plan before then is an
+// error, not a panic.
+func TestPreplannerDoesNotBuildTheSimulation(t *testing.T) {
+	sim := newDisruptionSimulation(context.Background(), nil, "joinery", disruptionOptions{})
+	p, err := sim.preplanner(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sim.simulator != nil || sim.preplan != nil {
+		t.Fatal("asking for the Preplanner built the simulation")
+	}
+	if _, err := p.Preplan(context.Background(), "interruption", &karpv1.NodeClaim{}); err == nil {
+		t.Error("Preplan before the simulation is built: no error")
+	}
 }
