@@ -8,9 +8,11 @@ import (
 // lastAppliedAnnotation holds kubectl's copy of the whole object, env values included.
 const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
-// Sanitize removes what the engine does not read and a snapshot must not carry: containers'
-// environment (values and references), commands and arguments of pods and pod templates,
-// kubectl's last-applied copy and managed fields of every object. Only env names stay.
+// Sanitize removes what the engine does not read and a snapshot must not carry: of every
+// container of pods and pod templates, the environment (values and references), commands and
+// arguments, probes and lifecycle hooks (exec commands, HTTP headers) and the Windows GMSA
+// credential spec; kubectl's last-applied copy and managed fields of every object. Only env
+// names stay.
 func (s *Snapshot) Sanitize() {
 	for i := range s.Pods {
 		cleanMeta(&s.Pods[i].ObjectMeta)
@@ -83,12 +85,35 @@ func cleanPodSpec(spec *corev1.PodSpec) {
 		c := &spec.EphemeralContainers[i].EphemeralContainerCommon
 		c.Command, c.Args, c.EnvFrom = nil, nil, nil
 		c.Env = namesOnly(c.Env)
+		c.LivenessProbe, c.ReadinessProbe, c.StartupProbe, c.Lifecycle = nil, nil, nil, nil
+		cleanSecurityContext(c.SecurityContext)
+	}
+	if spec.SecurityContext != nil {
+		cleanWindowsOptions(spec.SecurityContext.WindowsOptions)
 	}
 }
 
+// cleanContainer drops every field of c that can hold a command or a credential; none of
+// them decides where a pod fits.
 func cleanContainer(c *corev1.Container) {
 	c.Command, c.Args, c.EnvFrom = nil, nil, nil
 	c.Env = namesOnly(c.Env)
+	// Probes and hooks run commands and send HTTP headers (often a bearer token).
+	c.LivenessProbe, c.ReadinessProbe, c.StartupProbe, c.Lifecycle = nil, nil, nil, nil
+	cleanSecurityContext(c.SecurityContext)
+}
+
+func cleanSecurityContext(sc *corev1.SecurityContext) {
+	if sc != nil {
+		cleanWindowsOptions(sc.WindowsOptions)
+	}
+}
+
+// cleanWindowsOptions drops the GMSA credential spec, a credential's JSON inline.
+func cleanWindowsOptions(w *corev1.WindowsSecurityContextOptions) {
+	if w != nil {
+		w.GMSACredentialSpec = nil
+	}
 }
 
 // namesOnly keeps each variable's name: neither its value nor where it comes from.

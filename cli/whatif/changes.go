@@ -2,6 +2,7 @@ package whatif
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -73,10 +74,18 @@ func DecodeChanges(r io.Reader) ([]*unstructured.Unstructured, error) {
 
 // supportedKinds are the kinds a change may hold; workloads become their pods.
 var supportedKinds = []string{
-	"NodePool", "NodeClaim", "NodeOverlay", "CapacityBuffer", "<node class>", "Node", "Pod", "PodDisruptionBudget",
+	"NodePool", "NodeClaim", "<node class>", "Node", "Pod", "PodDisruptionBudget",
 	"DaemonSet", "Namespace", "PersistentVolume", "PersistentVolumeClaim", "StorageClass", "CSINode",
 	"Deployment", "ReplicaSet", "StatefulSet", "Job",
 }
+
+// Changes a simulation cannot apply, refused with why.
+var (
+	errOverlayChange = errors.New("NodeOverlay changes cannot be simulated: the snapshot records each NodePool's instance types " +
+		"with the cluster's NodeOverlays already applied, so a changed overlay cannot be applied to them in its place")
+	errBufferChange = errors.New("CapacityBuffer changes cannot be simulated: the snapshot holds neither the PodTemplates nor the " +
+		"workloads a buffer's pods come from")
+)
 
 // Apply adds each object to s, replacing the object of the same kind, namespace and name.
 // Deployments, ReplicaSets, StatefulSets and Jobs are not recorded: their replicas are, as
@@ -111,6 +120,11 @@ func apply(s *snapshot.Snapshot, scheme *runtime.Scheme, u *unstructured.Unstruc
 	if err != nil {
 		return fmt.Errorf("unknown kind %s; a change may hold %s", gvk, strings.Join(supportedKinds, ", "))
 	}
+	// A NodePool, NodeOverlay, CapacityBuffer or node class the API server would refuse is
+	// refused here, by the same schema and CEL rules, not simulated.
+	if err := validateCRD(context.Background(), u); err != nil {
+		return err
+	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
 		return fmt.Errorf("decoding: %w", err)
 	}
@@ -123,9 +137,10 @@ func apply(s *snapshot.Snapshot, scheme *runtime.Scheme, u *unstructured.Unstruc
 	case *karpv1.NodeClaim:
 		s.NodeClaims = upsert(s.NodeClaims, o)
 	case *karpv1alpha1.NodeOverlay:
-		s.NodeOverlays = upsert(s.NodeOverlays, o)
+		// Refused rather than ignored: the simulation would not see the change.
+		return errOverlayChange
 	case *autoscalingv1alpha1.CapacityBuffer:
-		s.CapacityBuffers = upsert(s.CapacityBuffers, o)
+		return errBufferChange
 	case *corev1.Node:
 		s.Nodes = upsert(s.Nodes, o)
 	case *corev1.Pod:
@@ -139,16 +154,16 @@ func apply(s *snapshot.Snapshot, scheme *runtime.Scheme, u *unstructured.Unstruc
 	case *appsv1.DaemonSet:
 		s.DaemonSets = upsert(s.DaemonSets, o)
 	case *appsv1.Deployment:
-		return scale(s, o, "ReplicaSet", ptr.Deref(o.Spec.Replicas, 1), o.Spec.Selector, o.Spec.Template)
+		return scale(s, o, "ReplicaSet", "spec.replicas", ptr.Deref(o.Spec.Replicas, 1), o.Spec.Selector, o.Spec.Template)
 	case *appsv1.ReplicaSet:
-		return scale(s, o, "ReplicaSet", ptr.Deref(o.Spec.Replicas, 1), o.Spec.Selector, o.Spec.Template)
+		return scale(s, o, "ReplicaSet", "spec.replicas", ptr.Deref(o.Spec.Replicas, 1), o.Spec.Selector, o.Spec.Template)
 	case *appsv1.StatefulSet:
 		if len(o.Spec.VolumeClaimTemplates) > 0 {
 			return errors.New("StatefulSets with volumeClaimTemplates are not simulated: give their PersistentVolumeClaims and Pods instead")
 		}
-		return scale(s, o, "StatefulSet", ptr.Deref(o.Spec.Replicas, 1), o.Spec.Selector, o.Spec.Template)
+		return scale(s, o, "StatefulSet", "spec.replicas", ptr.Deref(o.Spec.Replicas, 1), o.Spec.Selector, o.Spec.Template)
 	case *batchv1.Job:
-		return scale(s, o, "Job", ptr.Deref(o.Spec.Parallelism, 1), o.Spec.Selector, o.Spec.Template)
+		return scale(s, o, "Job", "spec.parallelism", ptr.Deref(o.Spec.Parallelism, 1), o.Spec.Selector, o.Spec.Template)
 	default:
 		return applyOther(s, u, obj)
 	}
@@ -225,8 +240,12 @@ func pendingPod(p *corev1.Pod) *corev1.Pod {
 
 // scale makes the workload's pods number replicas: new ones are pending pods from its
 // template, owned by one controller (so they are one equivalence class, like a ReplicaSet's
-// pods); surplus ones are removed, pending first.
-func scale(s *snapshot.Snapshot, workload metav1.Object, ownerKind string, replicas int32, selector *metav1.LabelSelector, tmpl corev1.PodTemplateSpec) error {
+// pods); surplus ones are removed, pending first. field names replicas in the workload, for
+// errors.
+func scale(s *snapshot.Snapshot, workload metav1.Object, ownerKind, field string, replicas int32, selector *metav1.LabelSelector, tmpl corev1.PodTemplateSpec) error {
+	if replicas < 0 {
+		return fmt.Errorf("%s: Invalid value: %d: must be greater than or equal to 0", field, replicas)
+	}
 	if selector == nil {
 		selector = &metav1.LabelSelector{MatchLabels: tmpl.Labels}
 	}

@@ -7,8 +7,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/controller/disruption"
@@ -311,8 +309,9 @@ type NodeExplanation struct {
 	Verdict string `json:"verdict"`
 }
 
-// ExplainNode explains node name's disruption: the controller's candidate checks per reason,
-// its budgets, consolidateAfter, and the methods' own simulation of it alone.
+// ExplainNode explains node name's disruption with the controller's own predicates and
+// methods (disruption.Explain): the candidate checks per reason, budgets, consolidateAfter, and
+// the methods' own simulation of it alone.
 func (c *Cluster) ExplainNode(ctx context.Context, opts Options, name string) (*NodeExplanation, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -320,122 +319,30 @@ func (c *Cluster) ExplainNode(ctx context.Context, opts Options, name string) (*
 	if err != nil {
 		return nil, err
 	}
-	cl := setup.cluster
-	if cl.Nodes[name] == nil {
-		return nil, fmt.Errorf("node %s not found", name)
+	exp, err := disruption.Explain(ctx, setup.cluster, setup.methods, name, c.Now)
+	if err != nil {
+		return nil, err
 	}
-	out := &NodeExplanation{Node: name}
-	var nc *karpv1.NodeClaim
-	for _, claim := range cl.NodeClaims {
-		if n := cl.NodeOf[claim.Name]; n != nil && n.Name == name {
-			nc = claim
-		}
+	out := &NodeExplanation{Node: name, Verdict: "not a candidate"}
+	for _, ch := range exp.Checks {
+		out.Checks = append(out.Checks, Check{Check: ch.Name, OK: ch.OK, Detail: ch.Detail})
 	}
-	add := func(check string, ok bool, format string, args ...any) {
-		out.Checks = append(out.Checks, Check{Check: check, OK: ok, Detail: fmt.Sprintf(format, args...)})
-	}
-	if nc == nil {
-		add("managed", false, "no NodeClaim owns the node: joinery does not disrupt it")
-		out.Verdict = "not a candidate"
+	if exp.NodeClaim == nil {
 		return out, nil
 	}
-	out.NodeClaim = nc.Name
-	if o, ok, err := c.LaunchedOffering(ctx, nc, cl.Nodes[name]); err != nil {
+	out.NodeClaim = exp.NodeClaim.Name
+	if o, ok, err := c.LaunchedOffering(ctx, exp.NodeClaim, setup.cluster.Nodes[name]); err != nil {
 		return nil, err
 	} else if ok {
 		out.Offering = &o
 	}
-	np := cl.NodePoolOf(nc)
-	if np == nil {
-		add("nodepool", false, "standalone NodeClaim or its NodePool is gone: not disrupted voluntarily")
-		out.Verdict = "not a candidate"
+	if exp.NodePool == nil {
 		return out, nil
 	}
-	out.NodePool = np.Name
-	add("initialized", meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeInitialized), "NodeClaim condition Initialized")
-	add("not deleting", nc.DeletionTimestamp == nil && cl.Nodes[name].DeletionTimestamp == nil, "neither the NodeClaim nor the Node is being deleted")
-
-	reasons := []string{karpv1.DisruptionReasonDrifted, karpv1.DisruptionReasonEmpty, karpv1.DisruptionReasonUnderutilized}
-	cands := map[string]*disruption.Candidate{}
-	for _, reason := range reasons {
-		cs, blocked := cl.Candidates(reason)
-		for _, b := range blocked {
-			if b.NodeClaim.Name == nc.Name {
-				add("pods and annotations ("+reason+")", false, "%s", strings.TrimPrefix(b.Message, "Cannot disrupt Node: "))
-			}
-		}
-		for _, cand := range cs {
-			if cand.Name() == nc.Name {
-				cands[reason] = cand
-			}
-		}
-	}
-	if len(cands) == len(reasons) {
-		add("pods and annotations", true, "no do-not-disrupt annotation, every PDB of its pods allows an eviction")
-	}
-	policy := np.Spec.Disruption.ConsolidationPolicy
-	add("consolidationPolicy", policy == karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized, "%s (underused nodes are consolidated only with WhenEmptyOrUnderutilized)", policy)
-	consolidatable := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeConsolidatable)
-	add("consolidateAfter", consolidatable != nil && consolidatable.Status == "True", "consolidateAfter %s; condition Consolidatable %s", durationString(np), condString(consolidatable))
-	drifted := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeDrifted)
-	add("drifted", drifted != nil && drifted.Status == "True", "condition Drifted %s", condString(drifted))
-	for _, reason := range reasons {
-		allowed, errs := cl.Allowed(reason, c.Now)
-		detail := fmt.Sprintf("nodepool %s allows %d more disruption(s) for %s", np.Name, allowed[np.Name], reason)
-		if err := errs[np.Name]; err != nil {
-			detail += ": " + err.Error()
-		}
-		add("budget "+reason, allowed[np.Name] > 0, "%s", detail)
-	}
-
-	// The methods' own decision over this node alone.
-	for _, m := range setup.methods {
-		cand := cands[m.Reason()]
-		if cand == nil || !m.ShouldDisrupt(cand) {
-			continue
-		}
-		if _, multi := m.(*disruption.MultiNodeConsolidation); multi {
-			continue // a set of one is single-node consolidation's
-		}
-		allowed, _ := cl.Allowed(m.Reason(), c.Now)
-		cmd, blocked, err := m.ComputeCommand(ctx, cl, allowed, []*disruption.Candidate{cand})
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", m.Name(), err)
-		}
-		if cmd != nil {
-			var moves []string
-			for _, p := range cand.Pods {
-				moves = append(moves, fmt.Sprintf("%s/%s→%s", p.Namespace, p.Name, cmd.Destinations[p.UID]))
-			}
-			slices.Sort(moves)
-			detail := fmt.Sprintf("%s: %s", cmd.Decision(), strings.Join(moves, ", "))
-			if len(cmd.Replacements) > 0 {
-				detail += fmt.Sprintf(" (%d replacement(s))", len(cmd.Replacements))
-			}
-			add("simulation "+m.Name(), true, "%s", detail)
-			if out.Verdict == "" {
-				out.Verdict = fmt.Sprintf("disrupted by %s (%s)", m.Name(), cmd.Decision())
-			}
-			continue
-		}
-		for _, b := range blocked {
-			add("simulation "+m.Name(), false, "%s", strings.TrimPrefix(b.Message, "Cannot disrupt Node: "))
-		}
-	}
-	if out.Verdict == "" {
-		out.Verdict = "not disrupted"
+	out.NodePool = exp.NodePool.Name
+	out.Verdict = "not disrupted"
+	if exp.Command != nil {
+		out.Verdict = fmt.Sprintf("disrupted by %s (%s)", exp.Method, exp.Command.Decision())
 	}
 	return out, nil
-}
-
-func durationString(np *karpv1.NodePool) string {
-	return np.Spec.Disruption.ConsolidateAfter.String()
-}
-
-// condString is a condition's status and reason, or "absent".
-func condString(cond *metav1.Condition) string {
-	if cond == nil {
-		return "absent"
-	}
-	return fmt.Sprintf("%s (%s)", cond.Status, cond.Reason)
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
@@ -50,34 +49,14 @@ func (o Options) schedulerName() string {
 	return o.SchedulerName
 }
 
-// profile returns the scheduler profile and the Provisioner's args in it.
+// profile returns the scheduler profile and the Provisioner's args in it, loaded as
+// joinery-controller loads them (plugin.LoadEngine).
 func (o Options) profile() (*config.KubeSchedulerProfile, plugin.ProvisionerArgs, error) {
-	name := o.schedulerName()
-	var profile *config.KubeSchedulerProfile
-	var err error
-	if o.SchedulerConfigPath == "" {
-		if profile, err = simulation.DefaultProfile(); err != nil {
-			return nil, plugin.ProvisionerArgs{}, err
-		}
-		profile.SchedulerName = name
-	} else if profile, err = simulation.LoadProfile(o.SchedulerConfigPath, name); err != nil {
-		return nil, plugin.ProvisionerArgs{}, err
-	}
-	// Refused before anything is simulated: a plugin left out would be a silent difference.
-	if err := simulation.CheckPlugins(profile, o.OutOfTree); err != nil {
-		return nil, plugin.ProvisionerArgs{}, err
-	}
-	var raw runtime.Object
-	for _, pc := range profile.PluginConfig {
-		if pc.Name == plugin.Name {
-			raw = pc.Args
-		}
-	}
-	args, err := plugin.DecodeArgs(raw, name)
+	engine, err := plugin.LoadEngine(o.SchedulerConfigPath, o.schedulerName(), o.OutOfTree, plugin.ArgOverrides{})
 	if err != nil {
 		return nil, plugin.ProvisionerArgs{}, err
 	}
-	return profile, args, nil
+	return engine.Profile, engine.Args, nil
 }
 
 // NodeClaim is a NodeClaim the simulation would create.
@@ -272,11 +251,10 @@ func (c *Cluster) disruptionSetup(ctx context.Context, opts Options) (*disruptio
 		return nil, err
 	}
 	factory := informers.NewSharedInformerFactory(c.ClientSet, 0)
-	// The controller simulates with the scheduler's policies (its --preference-policy and
-	// --min-values-policy mirror the Provisioner's args).
+	// The controller's own constructor, with the policies of the same profile.
 	sim, err := disruption.NewSimulation(ctx, disruption.SimulationOptions{
 		Profile: profile, OutOfTree: opts.OutOfTree, InstanceTypes: c.Catalog, Client: c.ClientSet, InformerFactory: factory, Offerings: c,
-		PreferencePolicy: args.PreferencePolicy, MinValuesPolicy: args.MinValuesPolicy,
+		Policies: args.Policies(),
 	})
 	if err != nil {
 		return nil, err

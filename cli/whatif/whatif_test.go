@@ -2,9 +2,11 @@ package whatif_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cli/fixtures"
 	"github.com/joinery-dev/joinery/cli/snapshot"
 	"github.com/joinery-dev/joinery/cli/whatif"
@@ -65,7 +67,7 @@ func TestApply(t *testing.T) {
 		},
 		{
 			name: "a changed nodepool keeps its readiness",
-			yaml: `{apiVersion: karpenter.sh/v1, kind: NodePool, metadata: {name: default}, spec: {template: {spec: {nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}}}, limits: {cpu: "1000"}}}`,
+			yaml: `{apiVersion: karpenter.sh/v1, kind: NodePool, metadata: {name: default}, spec: {template: {spec: {requirements: [], nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}}}, limits: {cpu: "1000"}}}`,
 			check: func(t *testing.T, s *snapshot.Snapshot) {
 				for _, np := range s.NodePools {
 					if np.Name == "default" && (len(np.Status.Conditions) == 0 || np.Spec.Limits.Cpu().String() != "1k") {
@@ -76,6 +78,24 @@ func TestApply(t *testing.T) {
 		},
 		{name: "unknown kind", yaml: `{apiVersion: v1, kind: Service, metadata: {name: web}}`, wantErr: "kind Service cannot be simulated"},
 		{name: "no name", yaml: `{apiVersion: v1, kind: Pod}`, wantErr: "needs apiVersion, kind and metadata.name"},
+		{name: "an invalid budget is refused by the CRD's schema, the field named",
+			yaml:    `{apiVersion: karpenter.sh/v1, kind: NodePool, metadata: {name: default}, spec: {template: {spec: {requirements: [], nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}}}, disruption: {budgets: [{nodes: "ten"}]}}}`,
+			wantErr: "spec.disruption.budgets[0].nodes"},
+		{name: "an overlay the CRD's CEL rules refuse is refused, the rule's message given",
+			yaml:    `{apiVersion: karpenter.sh/v1alpha1, kind: NodeOverlay, metadata: {name: cheap}, spec: {requirements: [], price: "0.1", priceAdjustment: "-10%"}}`,
+			wantErr: "price and priceAdjustment are mutually exclusive"},
+		{name: "a valid NodeOverlay change is refused, not ignored",
+			yaml:    `{apiVersion: karpenter.sh/v1alpha1, kind: NodeOverlay, metadata: {name: cheap}, spec: {requirements: [], priceAdjustment: "-10%"}}`,
+			wantErr: "NodeOverlay changes cannot be simulated"},
+		{name: "a valid CapacityBuffer change is refused, not ignored",
+			yaml:    `{apiVersion: autoscaling.x-k8s.io/v1alpha1, kind: CapacityBuffer, metadata: {name: spare}, spec: {podTemplateRef: {name: spare}, replicas: 2}}`,
+			wantErr: "CapacityBuffer changes cannot be simulated"},
+		{name: "negative replicas are an error, not a panic",
+			yaml:    `{apiVersion: apps/v1, kind: ReplicaSet, metadata: {name: inflate-5d8f}, spec: {replicas: -1, selector: {matchLabels: {app: inflate}}, template: {metadata: {labels: {app: inflate}}}}}`,
+			wantErr: "spec.replicas: Invalid value: -1"},
+		{name: "a job's negative parallelism is an error",
+			yaml:    `{apiVersion: batch/v1, kind: Job, metadata: {name: j}, spec: {parallelism: -2, template: {metadata: {labels: {app: j}}}}}`,
+			wantErr: "spec.parallelism: Invalid value: -2"},
 		{name: "selector misses the template", yaml: `{apiVersion: apps/v1, kind: Deployment, metadata: {name: x}, spec: {selector: {matchLabels: {app: api}}, template: {metadata: {labels: {app: web}}}}}`,
 			wantErr: "selector does not match"},
 	}
@@ -158,5 +178,53 @@ func TestSimulateLimits(t *testing.T) {
 	}
 	if !after.Changed() {
 		t.Error("Changed() = false with new NodeClaims")
+	}
+}
+
+// TestExplainNodeAgreesWithThePass: for every consolidation policy, the node the controller's
+// pass disrupts is the node `explain node` says is disrupted, by the same method, and none of
+// the checks explain prints for it fails; a Balanced NodePool's nodes are consolidated.
+func TestExplainNodeAgreesWithThePass(t *testing.T) {
+	ctx := context.Background()
+	for _, policy := range []karpv1.ConsolidationPolicy{karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized, karpv1.ConsolidationPolicyBalanced} {
+		t.Run(string(policy), func(t *testing.T) {
+			s := read(t)
+			for i := range s.NodePools {
+				s.NodePools[i].Spec.Disruption.ConsolidationPolicy = policy
+			}
+			c, err := whatif.Load(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pass, err := c.Disrupt(ctx, whatif.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(pass.Nodes) == 0 {
+				t.Fatalf("the pass disrupts nothing under %s: %+v", policy, pass)
+			}
+			disrupted := map[string]bool{}
+			for _, n := range pass.Nodes {
+				disrupted[n.Node] = true
+			}
+			for _, n := range s.Nodes {
+				exp, err := c.ExplainNode(ctx, whatif.Options{}, n.Name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := fmt.Sprintf("disrupted by %s (%s)", pass.Method, pass.Decision)
+				switch {
+				case disrupted[n.Name] && exp.Verdict != want:
+					t.Errorf("node %s: explain says %q, the pass %q", n.Name, exp.Verdict, want)
+				case !disrupted[n.Name] && exp.Verdict == want && pass.Method != "multi-node-consolidation":
+					t.Errorf("node %s: explain says %q, the pass disrupts %v", n.Name, exp.Verdict, pass.Nodes)
+				}
+				for _, ch := range exp.Checks {
+					if disrupted[n.Name] && ch.Check == "consolidationPolicy" && !ch.OK {
+						t.Errorf("node %s is consolidated, explain says %s: %s", n.Name, ch.Check, ch.Detail)
+					}
+				}
+			}
+		})
 	}
 }

@@ -90,10 +90,15 @@ func consolidatable(nc *karpv1.NodeClaim, np *karpv1.NodePool) bool {
 	if np == nil {
 		return false
 	}
-	policy := np.Spec.Disruption.ConsolidationPolicy
-	return (policy == karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized || policy == karpv1.ConsolidationPolicyBalanced) &&
-		!np.Spec.Disruption.ConsolidateAfter.IsNever() &&
+	return consolidatesUnderused(np) && !np.Spec.Disruption.ConsolidateAfter.IsNever() &&
 		meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeConsolidatable)
+}
+
+// consolidatesUnderused reports whether np's consolidationPolicy lets consolidation move the
+// pods of its underused nodes (not only delete empty ones).
+func consolidatesUnderused(np *karpv1.NodePool) bool {
+	policy := np.Spec.Disruption.ConsolidationPolicy
+	return policy == karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized || policy == karpv1.ConsolidationPolicyBalanced
 }
 
 // unconsolidatable marks the methods whose blocked nodes also get Unconsolidatable events.

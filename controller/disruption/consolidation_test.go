@@ -59,6 +59,13 @@ func testCatalog(t testing.TB, spotTypes int) cloudprovider.InstanceTypes {
 // through informers (claims, volumes, CSINodes).
 func newSolverSimulator(t testing.TB, its cloudprovider.InstanceTypes, kube ...runtime.Object) *SolverSimulator {
 	t.Helper()
+	return newTestSimulation(t, benchTypes(its), kube...)
+}
+
+// newTestSimulation is NewSimulation, as the controller builds it, over src with the default
+// profile and policies; kube are the objects its Filters read through informers.
+func newTestSimulation(t testing.TB, src solver.InstanceTypeSource, kube ...runtime.Object) *SolverSimulator {
+	t.Helper()
 	profile, err := simulation.DefaultProfile()
 	if err != nil {
 		t.Fatal(err)
@@ -67,15 +74,13 @@ func newSolverSimulator(t testing.TB, its cloudprovider.InstanceTypes, kube ...r
 	t.Cleanup(cancel)
 	clientset := fake.NewClientset(kube...)
 	factory := informers.NewSharedInformerFactory(clientset, 0)
-	view := &View{}
-	s, err := solver.New(ctx, solver.Options{State: view, InstanceTypes: benchTypes(its), Profile: profile,
-		Framework: simulation.FrameworkOptions{Client: clientset, InformerFactory: factory}, Unavailable: view.Unavailable})
+	sim, err := NewSimulation(ctx, SimulationOptions{Profile: profile, InstanceTypes: src, Client: clientset, InformerFactory: factory})
 	if err != nil {
 		t.Fatal(err)
 	}
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
-	return NewSolverSimulator(s, view, nil)
+	return sim
 }
 
 // typed makes the node one of the catalog's types, with the type's allocatable.

@@ -15,7 +15,7 @@ import (
 	"github.com/joinery-dev/joinery/simulation/solver"
 )
 
-// SimulationOptions build the solver-backed Simulator joinery-controller decides with.
+// SimulationOptions build the solver-backed Simulator every disruption path decides with.
 type SimulationOptions struct {
 	// Profile is the scheduler profile whose Filters decide fits (joinery-scheduler's);
 	// OutOfTree the plugins registered with the binary besides the in-tree ones.
@@ -29,15 +29,14 @@ type SimulationOptions struct {
 	InformerFactory informers.SharedInformerFactory
 	// Offerings, when not nil, is read before each simulation (UnavailableSource).
 	Offerings UnavailableSource
-	// PreferencePolicy and MinValuesPolicy are joinery-scheduler's (its Provisioner's args);
-	// the solver's defaults when empty.
-	PreferencePolicy solver.PreferencePolicy
-	MinValuesPolicy  solver.MinValuesPolicy
+	// Policies are joinery-scheduler's (its profile's Provisioner args,
+	// plugin.ProvisionerArgs.Policies); the solver's defaults when zero.
+	Policies solver.Policies
 }
 
-// NewSimulation returns the SolverSimulator over a solver built from opts, as
-// joinery-controller builds the simulation its disruption paths share; `joinery simulate`
-// runs it offline.
+// NewSimulation returns the SolverSimulator over a solver built from opts. It is the one
+// constructor of the disruption simulation: joinery-controller's disruption paths, `joinery
+// simulate` and the tests all build it here, so they cannot plan with different options.
 func NewSimulation(ctx context.Context, opts SimulationOptions) (*SolverSimulator, error) {
 	view := &View{}
 	solv, err := solver.New(ctx, solver.Options{
@@ -47,14 +46,11 @@ func NewSimulation(ctx context.Context, opts SimulationOptions) (*SolverSimulato
 		OutOfTree:     opts.OutOfTree,
 		Framework:     simulation.FrameworkOptions{Client: opts.Client, InformerFactory: opts.InformerFactory},
 		Unavailable:   view.Unavailable,
-
-		PreferencePolicy: opts.PreferencePolicy,
-		MinValuesPolicy:  opts.MinValuesPolicy,
-	})
+	}.WithPolicies(opts.Policies))
 	if err != nil {
 		return nil, fmt.Errorf("building the disruption simulation: %w", err)
 	}
-	return NewSolverSimulator(solv, view, opts.Offerings), nil
+	return simulatorOver(solv, view, opts.Offerings), nil
 }
 
 // GracefulMethods are the loop's methods in the order it runs them: drift, emptiness, multi-

@@ -8,8 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -17,7 +15,6 @@ import (
 	kwokv1alpha1 "github.com/joinery-dev/joinery/apis/kwok/v1alpha1"
 	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/cloudprovider/kwok"
-	"github.com/joinery-dev/joinery/simulation"
 	"github.com/joinery-dev/joinery/simulation/solver"
 )
 
@@ -93,21 +90,5 @@ func TestConsolidationUsesOverlayPrices(t *testing.T) {
 // newProviderSimulator is the real solver over a cloud provider's instance types.
 func newProviderSimulator(t testing.TB, src solver.InstanceTypeSource) *SolverSimulator {
 	t.Helper()
-	profile, err := simulation.DefaultProfile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	clientset := fake.NewClientset()
-	factory := informers.NewSharedInformerFactory(clientset, 0)
-	view := &View{}
-	s, err := solver.New(ctx, solver.Options{State: view, InstanceTypes: src, Profile: profile,
-		Framework: simulation.FrameworkOptions{Client: clientset, InformerFactory: factory}, Unavailable: view.Unavailable})
-	if err != nil {
-		t.Fatal(err)
-	}
-	factory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
-	return NewSolverSimulator(s, view, nil)
+	return newTestSimulation(t, src)
 }

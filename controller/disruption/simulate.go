@@ -114,11 +114,11 @@ type UnavailableSource interface {
 	Unavailable(ctx context.Context) (map[cloudprovider.OfferingKey]time.Time, error)
 }
 
-// NewSolverSimulator returns a simulator over planner, which must read its cluster state from
+// simulatorOver returns a simulator over planner, which must read its cluster state from
 // view (solver.Options.State = view, solver.Options.Unavailable = view.Unavailable).
 // offerings, when not nil, is read before each simulation, so replacements skip offerings
-// known to be exhausted.
-func NewSolverSimulator(planner DisruptionPlanner, view *View, offerings UnavailableSource) *SolverSimulator {
+// known to be exhausted. Callers outside the package use NewSimulation.
+func simulatorOver(planner DisruptionPlanner, view *View, offerings UnavailableSource) *SolverSimulator {
 	return &SolverSimulator{planner: planner, view: view, offerings: offerings}
 }
 

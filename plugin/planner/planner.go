@@ -92,12 +92,8 @@ func (c *Config) New(ctx context.Context, opts plugin.PlannerOptions) (simulatio
 			Client:          opts.Handle.ClientSet(),
 			InformerFactory: factory,
 		},
-		PreferencePolicy:  opts.Args.PreferencePolicy,
-		MinValuesPolicy:   opts.Args.MinValuesPolicy,
-		IgnoreDRARequests: opts.Args.IgnoreDRARequests,
-		MaxInstanceTypes:  opts.Args.MaxInstanceTypes,
-		Unavailable:       unavailable.contains,
-	})
+		Unavailable: unavailable.contains,
+	}.WithPolicies(opts.Args.Policies()))
 	if err != nil {
 		return nil, err
 	}

@@ -57,6 +57,24 @@ const (
 	DefaultMaxInstanceTypes = 60
 )
 
+// Policies are the provisioning policies of a scheduler profile's Provisioner args
+// (plugin.ProvisionerArgs.Policies). joinery-scheduler's planner, joinery-controller's
+// disruption simulation and the CLI plan with the same Policies, read from the same
+// --scheduler-config, so that none of them can plan differently.
+type Policies struct {
+	PreferencePolicy  PreferencePolicy
+	MinValuesPolicy   MinValuesPolicy
+	MaxInstanceTypes  int
+	IgnoreDRARequests bool
+}
+
+// WithPolicies returns o planning with p.
+func (o Options) WithPolicies(p Policies) Options {
+	o.PreferencePolicy, o.MinValuesPolicy = p.PreferencePolicy, p.MinValuesPolicy
+	o.MaxInstanceTypes, o.IgnoreDRARequests = p.MaxInstanceTypes, p.IgnoreDRARequests
+	return o
+}
+
 // ClusterState is what the solver reads of the cluster at the start of each Plan. The plugin
 // backs it with informer listers; tests with slices (StaticState).
 type ClusterState interface {

@@ -36,6 +36,7 @@ func TestCommands(t *testing.T) {
 		{"simulate-scale", []string{"simulate", "--snapshot", snap, "-f", "testdata/scale.yaml"}},
 		{"simulate-quiet", []string{"simulate", "--snapshot", snap, "-f", "testdata/quiet.yaml"}},
 		{"simulate-bad-kind", []string{"simulate", "--snapshot", snap, "-f", "testdata/bad-kind.yaml"}},
+		{"simulate-bad-budget", []string{"simulate", "--snapshot", snap, "-f", "testdata/bad-budget.yaml"}},
 		{"simulate-no-snapshot", []string{"simulate"}},
 		{"simulate-bad-format", []string{"simulate", "--snapshot", snap, "-o", "xml"}},
 		{"explain-pod-limits", []string{"explain", "pod", "default/inflate-1", "--snapshot", snap}},

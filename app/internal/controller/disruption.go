@@ -2,16 +2,18 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/cloudprovider/aws"
 	"github.com/joinery-dev/joinery/controller/disruption"
@@ -21,7 +23,7 @@ import (
 	"github.com/joinery-dev/joinery/controller/nodeclaim"
 	"github.com/joinery-dev/joinery/controller/state"
 	"github.com/joinery-dev/joinery/internal/featuregates"
-	"github.com/joinery-dev/joinery/simulation"
+	"github.com/joinery-dev/joinery/plugin"
 	"github.com/joinery-dev/joinery/simulation/solver"
 )
 
@@ -34,9 +36,11 @@ type disruptionOptions struct {
 	consolidationValidationDelay time.Duration
 	pollInterval                 time.Duration
 	repairToleration             time.Duration
-	preferencePolicy             solver.PreferencePolicy
-	minValuesPolicy              solver.MinValuesPolicy
-	ignoreDRARequests            bool
+	// overrides replace the profile's Provisioner args: the environment's policy settings and
+	// the --preference-policy, --min-values-policy and --ignore-dra-requests flags, when given.
+	overrides plugin.ArgOverrides
+	// engine is the profile and Provisioner args the simulation runs with (loadEngine).
+	engine plugin.Engine
 	// outOfTree are the scheduler plugins registered with the binary (app.WithPlugin).
 	outOfTree frameworkruntime.Registry
 }
@@ -44,8 +48,10 @@ type disruptionOptions struct {
 // disruptionSimulation is the solver-backed simulation every disruption path shares: the
 // disruption loop, expiration, repair and the cloud provider's interruption handling. It
 // simulates with the provisioning solver over the scheduler's profile (the same configuration
-// file joinery-scheduler reads) and is built once, for the cloud provider, by whichever of
-// them asks first: the AWS provider asks while aws.New builds it.
+// file joinery-scheduler reads) and is built once, by setupDisruption, over the instrumented
+// cloud provider. The AWS provider, which needs a Preplanner while aws.New builds it, gets one
+// that forwards to the simulation once built (preplanner), so that no caller builds the
+// simulation over the provider before it is instrumented.
 type disruptionSimulation struct {
 	ctx       context.Context
 	mgr       ctrl.Manager
@@ -61,53 +67,46 @@ func newDisruptionSimulation(ctx context.Context, mgr ctrl.Manager, namespace st
 	return &disruptionSimulation{ctx: ctx, mgr: mgr, namespace: namespace, opts: opts}
 }
 
-// build builds the simulation for cp the first time it is called; later calls keep it.
+// build builds the simulation for cp; a second call is an error.
 func (s *disruptionSimulation) build(cp cloudprovider.CloudProvider) error {
 	if s.simulator != nil {
-		return nil
-	}
-	profile, err := schedulerProfile(s.opts)
-	if err != nil {
-		return err
+		return errors.New("the disruption simulation is built once")
 	}
 	clientset, err := kubernetes.NewForConfig(s.mgr.GetConfig())
 	if err != nil {
 		return fmt.Errorf("building the simulation's clientset: %w", err)
 	}
 	factory := informers.NewSharedInformerFactory(clientset, 0)
-	view := &disruption.View{}
-	solv, err := solver.New(s.ctx, solver.Options{
-		State:         view,
-		InstanceTypes: cp,
-		Profile:       profile,
-		OutOfTree:     s.opts.outOfTree,
-		Framework:     simulation.FrameworkOptions{Client: clientset, InformerFactory: factory},
-		Unavailable:   view.Unavailable,
-		// The same policies joinery-scheduler's Provisioner plans with.
-		PreferencePolicy:  s.opts.preferencePolicy,
-		MinValuesPolicy:   s.opts.minValuesPolicy,
-		IgnoreDRARequests: s.opts.ignoreDRARequests,
-	})
-	if err != nil {
-		return fmt.Errorf("building the disruption simulation: %w", err)
-	}
-	factory.Start(s.ctx.Done())
 	// Replacements skip the offerings the lifecycle controller recorded as exhausted, as the
 	// scheduler's Provisioner does.
 	unavailable := state.NewUnavailableOfferings(s.mgr.GetClient(), s.mgr.GetAPIReader(), s.namespace, clock.RealClock{})
-	s.simulator = disruption.NewSolverSimulator(solv, view, unavailable)
+	sim, err := disruption.NewSimulation(s.ctx, s.opts.simulationOptions(cp, clientset, factory, unavailable))
+	if err != nil {
+		return err
+	}
+	factory.Start(s.ctx.Done())
+	s.simulator = sim
 	// Forceful methods launch capacity for the pods of the node they remove at once.
 	s.preplan = &disruption.Preplanner{Client: s.mgr.GetClient(), Simulator: s.simulator}
 	s.factory = factory
 	return nil
 }
 
-// preplanner is the Preplanner over the simulation for cp (aws.Options.Preplanner).
-func (s *disruptionSimulation) preplanner(cp cloudprovider.CloudProvider) (aws.Preplanner, error) {
-	if err := s.build(cp); err != nil {
-		return nil, err
+// preplanner is the Preplanner over the simulation (aws.Options.Preplanner). It does not
+// build the simulation over the provider it is handed, which is not instrumented yet: it
+// forwards to the simulation setupDisruption builds before the manager starts.
+func (s *disruptionSimulation) preplanner(cloudprovider.CloudProvider) (aws.Preplanner, error) {
+	return deferredPreplanner{s}, nil
+}
+
+// deferredPreplanner is the simulation's Preplanner, resolved on each call.
+type deferredPreplanner struct{ sim *disruptionSimulation }
+
+func (p deferredPreplanner) Preplan(ctx context.Context, method string, nc *karpv1.NodeClaim) ([]string, error) {
+	if p.sim.preplan == nil {
+		return nil, errors.New("the disruption simulation is not built yet")
 	}
-	return s.preplan, nil
+	return p.sim.preplan.Preplan(ctx, method, nc)
 }
 
 // setupDisruption adds the disruption loop (drift, emptiness, multi- and single-node
@@ -153,20 +152,29 @@ func setupDisruption(mgr ctrl.Manager, cp cloudprovider.CloudProvider, sim *disr
 	return nil
 }
 
-// schedulerProfile is the profile disruption simulates with. A plugin it enables or configures
-// that is neither in-tree nor registered is an *simulation.UnknownPluginsError.
-func schedulerProfile(opts disruptionOptions) (*config.KubeSchedulerProfile, error) {
-	if opts.schedulerConfig == "" {
-		return simulation.DefaultProfile()
-	}
-	profile, err := simulation.LoadProfile(opts.schedulerConfig, opts.schedulerName)
+// loadEngine loads the profile and Provisioner args of --scheduler-config (kube-scheduler's
+// default profile without it) with the overrides applied. A plugin the profile enables or
+// configures that is neither in-tree nor registered is an *simulation.UnknownPluginsError.
+func (o disruptionOptions) loadEngine() (plugin.Engine, error) {
+	engine, err := plugin.LoadEngine(o.schedulerConfig, o.schedulerName, o.outOfTree, o.overrides)
 	if err != nil {
-		return nil, err
+		return plugin.Engine{}, fmt.Errorf("--scheduler-config: %w", err)
 	}
-	if err := simulation.CheckPlugins(profile, opts.outOfTree); err != nil {
-		return nil, fmt.Errorf("--scheduler-config %s: %w", opts.schedulerConfig, err)
+	return engine, nil
+}
+
+// simulationOptions are the options of the controller's disruption simulation over cp: the
+// loaded engine's profile and policies, the binary's plugins.
+func (o disruptionOptions) simulationOptions(cp solver.InstanceTypeSource, client kubernetes.Interface, factory informers.SharedInformerFactory, offerings disruption.UnavailableSource) disruption.SimulationOptions {
+	return disruption.SimulationOptions{
+		Profile:         o.engine.Profile,
+		OutOfTree:       o.outOfTree,
+		InstanceTypes:   cp,
+		Client:          client,
+		InformerFactory: factory,
+		Offerings:       offerings,
+		Policies:        o.engine.Args.Policies(),
 	}
-	return profile, nil
 }
 
 // syncedRunnable starts the loop once the simulation's informers have synced.
@@ -182,3 +190,40 @@ func (r *syncedRunnable) Start(ctx context.Context) error {
 }
 
 func (r *syncedRunnable) NeedLeaderElection() bool { return true }
+
+// override is a flag that sets *dst only when given, so that an absent flag overrides nothing.
+type override[T ~string] struct{ dst **T }
+
+func (f override[T]) String() string {
+	if f.dst == nil || *f.dst == nil {
+		return ""
+	}
+	return string(**f.dst)
+}
+
+func (f override[T]) Set(v string) error {
+	t := T(v)
+	*f.dst = &t
+	return nil
+}
+
+// boolOverride is override for a boolean flag.
+type boolOverride struct{ dst **bool }
+
+func (f boolOverride) String() string {
+	if f.dst == nil || *f.dst == nil {
+		return ""
+	}
+	return strconv.FormatBool(**f.dst)
+}
+
+func (f boolOverride) Set(v string) error {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return err
+	}
+	*f.dst = &b
+	return nil
+}
+
+func (boolOverride) IsBoolFlag() bool { return true }

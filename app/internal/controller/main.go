@@ -41,6 +41,7 @@ import (
 	"github.com/joinery-dev/joinery/internal/featuregates"
 	"github.com/joinery-dev/joinery/internal/settings"
 	"github.com/joinery-dev/joinery/internal/version"
+	"github.com/joinery-dev/joinery/plugin"
 	"github.com/joinery-dev/joinery/simulation/solver"
 )
 
@@ -104,9 +105,13 @@ func Main(args []string, outOfTree frameworkruntime.Registry) {
 	flag.Var(&featuregates.Value{Gates: &opts.featureGates}, featuregates.FlagName, "comma-separated Name=true|false feature gates, Karpenter's names: "+strings.Join(featuregates.Known(), ", ")+" (env "+featuregates.EnvVar+"; the flag wins)")
 	flag.StringVar(&opts.disruption.schedulerConfig, "scheduler-config", "", "KubeSchedulerConfiguration file joinery-scheduler runs with; disruption simulates with its profile's plugins (default: kube-scheduler's default profile)")
 	flag.StringVar(&opts.disruption.schedulerName, "scheduler-name", "joinery", "profile of --scheduler-config that disruption simulates with")
-	flag.StringVar((*string)(&opts.disruption.preferencePolicy), "preference-policy", string(deref(env.PreferencePolicy, solver.DefaultPreferencePolicy)), "how disruption's simulation treats pods' preferences: Respect or Ignore, as joinery-scheduler's preferencePolicy (env PREFERENCE_POLICY)")
-	flag.StringVar((*string)(&opts.disruption.minValuesPolicy), "min-values-policy", string(deref(env.MinValuesPolicy, solver.DefaultMinValuesPolicy)), "what disruption's simulation does when minValues cannot be met: Strict or BestEffort, as joinery-scheduler's minValuesPolicy (env MIN_VALUES_POLICY)")
-	flag.BoolVar(&opts.disruption.ignoreDRARequests, "ignore-dra-requests", deref(env.IgnoreDRARequests, false), "leave pods' resource claims out of disruption's simulation, as Karpenter does and as joinery-scheduler's ignoreDRARequests (env IGNORE_DRA_REQUESTS)")
+	// The simulation plans with the Provisioner args of --scheduler-config's profile, as
+	// joinery-scheduler does, with the environment's policy settings applied over them as
+	// joinery-scheduler applies them; these flags, when given, override both.
+	opts.disruption.overrides = plugin.ArgOverrides{PreferencePolicy: env.PreferencePolicy, MinValuesPolicy: env.MinValuesPolicy, IgnoreDRARequests: env.IgnoreDRARequests}
+	flag.Var(override[solver.PreferencePolicy]{&opts.disruption.overrides.PreferencePolicy}, "preference-policy", "override of the profile's Provisioner preferencePolicy for disruption's simulation: Respect or Ignore (default: --scheduler-config's, then env PREFERENCE_POLICY)")
+	flag.Var(override[solver.MinValuesPolicy]{&opts.disruption.overrides.MinValuesPolicy}, "min-values-policy", "override of the profile's Provisioner minValuesPolicy for disruption's simulation and static NodePools: Strict or BestEffort (default: --scheduler-config's, then env MIN_VALUES_POLICY)")
+	flag.Var(boolOverride{&opts.disruption.overrides.IgnoreDRARequests}, "ignore-dra-requests", "override of the profile's Provisioner ignoreDRARequests for disruption's simulation (default: --scheduler-config's, then env IGNORE_DRA_REQUESTS)")
 	flag.DurationVar(&opts.disruption.validationDelay, "disruption-validation-delay", disruption.DefaultValidationDelay, "how long a disruption command waits before it is checked against the cluster again and executed")
 	consolidationDelay, err := envDuration("CONSOLIDATION_VALIDATION_DELAY")
 	if err != nil {
@@ -159,9 +164,11 @@ func Main(args []string, outOfTree frameworkruntime.Registry) {
 func run(opts options) error {
 	log := ctrl.Log.WithName("setup")
 	// A scheduler profile the simulation cannot run stops the controller before it acts.
-	if _, err := schedulerProfile(opts.disruption); err != nil {
+	engine, err := opts.disruption.loadEngine()
+	if err != nil {
 		return err
 	}
+	opts.disruption.engine = engine
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return fmt.Errorf("registering Kubernetes types: %w", err)
@@ -227,7 +234,7 @@ func run(opts options) error {
 	// a NodePool's replicas are not acted on.
 	staticPools := static.New(mgr.GetClient(), cp, mgr.GetEventRecorder(static.Name), static.Options{
 		Enabled: opts.featureGates.Enabled(featuregates.StaticCapacity),
-		Solver:  solver.Options{MinValuesPolicy: opts.disruption.minValuesPolicy},
+		Solver:  solver.Options{}.WithPolicies(engine.Args.Policies()),
 	})
 	if err := staticPools.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up %s: %w", static.Name, err)

@@ -33,7 +33,6 @@ import (
 	"github.com/joinery-dev/joinery/internal/localcluster"
 	"github.com/joinery-dev/joinery/internal/testcluster"
 	"github.com/joinery-dev/joinery/simulation"
-	"github.com/joinery-dev/joinery/simulation/solver"
 )
 
 var (
@@ -104,15 +103,12 @@ func startLoop(t *testing.T) (stop func()) {
 	}
 	clientset := kubernetes.NewForConfigOrDie(cluster.RESTConfig())
 	factory := informers.NewSharedInformerFactory(clientset, 0)
-	view := &disruption.View{}
-	s, err := solver.New(ctx, solver.Options{State: view, InstanceTypes: staticTypes(its), Profile: profile,
-		Framework: simulation.FrameworkOptions{Client: clientset, InformerFactory: factory}, Unavailable: view.Unavailable})
+	sim, err := disruption.NewSimulation(ctx, disruption.SimulationOptions{Profile: profile, InstanceTypes: staticTypes(its), Client: clientset, InformerFactory: factory})
 	if err != nil {
 		t.Fatal(err)
 	}
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
-	sim := disruption.NewSolverSimulator(s, view, nil)
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: clientset.EventsV1()})
 	broadcaster.StartRecordingToSink(ctx.Done())
 	loop := disruption.New(mgr.GetClient(), mgr.GetAPIReader(), broadcaster.NewRecorder(scheme, "karpenter"), clock.RealClock{},
