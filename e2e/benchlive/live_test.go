@@ -68,6 +68,7 @@ type result struct {
 	settledNodes   int
 	settledPrice   float64
 	settledCreated int // NodeClaims created during the scale-down (replacements)
+	trace          string // joinery-scheduler's batches and throttling during the scale-up
 }
 
 // measured are the components whose CPU and memory the benchmark reports.
@@ -155,6 +156,11 @@ func runWorkload(t *testing.T, w workload) result {
 	end := listClaims(t, c)
 	r.nodes, r.price = len(end), priceOf(t, c, end)
 	r.empty = emptyClaims(t, env, end)
+	if trace, err := schedulerTrace(filepath.Join(env.Cluster.LogsDir(), string(localcluster.JoineryScheduler)+".log"), begin); err != nil {
+		t.Logf("trace: %v", err)
+	} else {
+		r.trace = trace
+	}
 
 	if s := w.scaleDown; s != nil {
 		createdBefore := claims.count()
@@ -608,6 +614,10 @@ func markdown(results []result) string {
 			r.workload, r.pods, r.load, seconds(r.allRunning), seconds(r.lastCreated), seconds(r.p50), seconds(r.p99),
 			r.created, r.nodes, r.price, r.empty, r.offlineClaims, r.offlinePrice,
 			cell(localcluster.JoineryScheduler), cell(localcluster.JoineryController), cell("kube-apiserver"), down)
+	}
+	b.WriteString("\n")
+	for _, r := range results {
+		fmt.Fprintf(&b, "- %s: %s\n", r.workload, r.trace)
 	}
 	return b.String()
 }

@@ -2,7 +2,10 @@ package benchlive
 
 import (
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestReadUsage reads this process's own figures: the parser must find both.
@@ -13,5 +16,31 @@ func TestReadUsage(t *testing.T) {
 	}
 	if u.peakRSSMiB <= 0 || u.cpuSeconds < 0 {
 		t.Fatalf("usage %+v", u)
+	}
+}
+
+// TestSchedulerTrace reads batches and throttling waits from joinery-scheduler's JSON log,
+// ignoring what was logged before the workload was applied.
+func TestSchedulerTrace(t *testing.T) {
+	begin := time.UnixMilli(1_000_000)
+	log := strings.Join([]string{
+		`{"ts":999000,"msg":"found provisionable pod(s)","Pods":"ns/old"}`,
+		`{"ts":1010000,"msg":"found provisionable pod(s)","Pods":"ns/a, ns/b, ns/c"}`,
+		`{"ts":1010050,"msg":"computed new nodeclaim(s) to fit pod(s)","nodeclaims":2,"pods":3}`,
+		`{"ts":1012000,"msg":"Waited before sending request","delay":"1.5s"}`,
+		`not json`,
+		`{"ts":1013000,"msg":"Waited before sending request","delay":"250ms"}`,
+	}, "\n")
+	path := filepath.Join(t.TempDir(), "joinery-scheduler.log")
+	if err := os.WriteFile(path, []byte(log), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := schedulerTrace(path, begin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "batches: +10.0s 3 pods → 2 new; client-side throttling waits: 2 (longest 1.5s)"
+	if got != want {
+		t.Errorf("trace %q, want %q", got, want)
 	}
 }
