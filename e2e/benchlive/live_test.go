@@ -161,6 +161,11 @@ func runWorkload(t *testing.T, w workload) result {
 	} else {
 		r.trace = trace
 	}
+	if use, err := schedulerClientUse(t.Context(), env); err != nil {
+		t.Logf("client use: %v", err)
+	} else {
+		r.trace += "; " + use
+	}
 
 	if s := w.scaleDown; s != nil {
 		createdBefore := claims.count()

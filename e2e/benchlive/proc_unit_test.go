@@ -44,3 +44,22 @@ func TestSchedulerTrace(t *testing.T) {
 		t.Errorf("trace %q, want %q", got, want)
 	}
 }
+
+func TestClientUse(t *testing.T) {
+	text := `# HELP rest_client_requests_total x
+rest_client_requests_total{code="201",host="h",method="POST"} 3
+rest_client_requests_total{code="200",host="h",method="PATCH"} 5
+rest_client_requests_total{code="409",host="h",method="POST"} 1
+rest_client_rate_limiter_duration_seconds_sum{host="h",verb="POST"} 1.25
+rest_client_rate_limiter_duration_seconds_sum{host="h",verb="PATCH"} 0.25
+rest_client_rate_limiter_duration_seconds_count{host="h",verb="PATCH"} 9
+`
+	got, err := clientUse(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "joinery-scheduler API requests PATCH 5, POST 4; client-side rate-limiter wait 1.5 s over 9 requests"
+	if got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
