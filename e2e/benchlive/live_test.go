@@ -67,7 +67,7 @@ type result struct {
 	settled        time.Duration                        // scale-down: scale → last NodeClaim change
 	settledNodes   int
 	settledPrice   float64
-	settledCreated int // NodeClaims created during the scale-down (replacements)
+	settledCreated int    // NodeClaims created during the scale-down (replacements)
 	trace          string // joinery-scheduler's batches and throttling during the scale-up
 }
 
