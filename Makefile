@@ -99,7 +99,7 @@ e2e: tools build ## Run the e2e suites on the local cluster, or on the cluster K
 BENCH_LIVE_OUT ?=
 BENCH_LIVE_ONLY ?=
 .PHONY: bench-live
-bench-live: tools build ## Run the live benchmark: time to Running, NodeClaims, $$/h and the components' CPU and memory per workload
+bench-live: tools build ## Run the live benchmark: time to Running, NodeClaims, cost per hour and the components' CPU and memory per workload
 	JOINERY_BENCH_LIVE=1 JOINERY_BENCH_LIVE_OUT="$(BENCH_LIVE_OUT)" JOINERY_BENCH_LIVE_ONLY="$(BENCH_LIVE_ONLY)" \
 		$(GO) test -count=1 -timeout 90m -v -run '^TestLive$$' ./e2e/benchlive/
 
