@@ -27,6 +27,9 @@ const (
 	reasonFailedScheduling = "FailedScheduling"
 )
 
+// errNoLongerLaunching: a NodeClaim the plan put pods on initialized or is being deleted.
+var errNoLongerLaunching = errors.New("no longer launching")
+
 // publish makes plan real: it creates the new NodeClaims, records pods planned onto
 // launching ones on those NodeClaims, and tells each pod (events) and the operator (logs).
 // Every assignment is written to the NodeClaim's planned-pods annotation before the pod is
@@ -87,6 +90,14 @@ func (p *Plugin) publish(ctx context.Context, batch []*corev1.Pod, plan *simulat
 			continue
 		}
 		if err := p.addPlannedPods(ctx, name, pods, plan.InFlightRequests[name]); err != nil {
+			if errors.Is(err, errNoLongerLaunching) {
+				// Its node initialized while the batch was planned: the pods may fit on it now.
+				// Retry them at once; left in the unschedulable queue they would wait for an
+				// unrelated event, and a later batch would buy them capacity of their own.
+				logger.V(1).Info("in-flight nodeclaim initialized while its batch was planned; retrying its pods", "NodeClaim", klog.KRef("", name), "pods", len(pods))
+				p.activateUIDs(ctx, uids(pods)...)
+				continue
+			}
 			logger.Error(err, "recording pods on an in-flight nodeclaim failed; they stay pending", "NodeClaim", klog.KRef("", name), "pods", len(pods))
 			continue
 		}
@@ -160,7 +171,7 @@ func (p *Plugin) addPlannedPods(ctx context.Context, name string, pods []*corev1
 			return fmt.Errorf("reading NodeClaim %s: %w", name, err)
 		}
 		if !launching(nc) {
-			return fmt.Errorf("NodeClaim %s is no longer launching", name)
+			return fmt.Errorf("NodeClaim %s: %w", name, errNoLongerLaunching)
 		}
 		// It launched after the planner read it: its type is chosen, and may be too small.
 		if len(requests) > 0 && len(nc.Status.Allocatable) > 0 {

@@ -214,3 +214,22 @@ func newEnv(cfg *rest.Config) (*Env, error) {
 	}
 	return &Env{RESTConfig: cfg, Client: client, Dynamic: dyn}, nil
 }
+
+// StartLocal starts a local cluster of its own for a test that needs a fresh one (the live
+// benchmark starts one per workload). stop stops it, checks no process outlived it and
+// removes its directory unless keep is true.
+func StartLocal(opts ...Option) (e *Env, stop func(keep bool) error, err error) {
+	e, dir, err := startLocal(opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	stop = func(keep bool) error {
+		procs := e.Cluster.Processes()
+		err := errors.Join(e.Cluster.Stop(), CheckStopped(procs))
+		if err == nil && !keep {
+			os.RemoveAll(dir)
+		}
+		return err
+	}
+	return e, stop, nil
+}

@@ -123,6 +123,10 @@ func TestRenderDefaults(t *testing.T) {
 	if !strings.Contains(config, "- schedulerName: joinery\n") || strings.Contains(config, "- schedulerName: default-scheduler") {
 		t.Errorf("the scheduler is not only the secondary profile joinery:\n%s", config)
 	}
+	// Not kube-scheduler's 50/100: a scale-up's status patches run inside its scheduling loop.
+	if !strings.Contains(config, "clientConnection:\n  qps: 200\n  burst: 300\n") {
+		t.Errorf("the scheduler's client is not 200/300:\n%s", config)
+	}
 	var controller appsv1.Deployment
 	r.get(t, "Deployment", "joinery-controller", &controller)
 	args := controller.Spec.Template.Spec.Containers[0].Args
@@ -309,6 +313,7 @@ func TestSchemaRejectsInvalidValues(t *testing.T) {
 		{"a comma inside a log path", map[string]any{"logErrorOutputPaths": []any{"stdout,stderr"}}, "logErrorOutputPaths"},
 		{"profiling as a string", map[string]any{"settings": map[string]any{"enableProfiling": "yes"}}, "enableProfiling"},
 		{"unknown cloud provider", map[string]any{"cloudProvider": "gcp"}, "cloudProvider"},
+		{"zero client qps", map[string]any{"scheduler": map[string]any{"kubeClient": map[string]any{"qps": 0}}}, "qps"},
 		{"bad digest", map[string]any{"controller": map[string]any{"image": map[string]any{"repository": "x", "digest": "latest"}}}, "digest"},
 	}
 	for _, tt := range tests {

@@ -21,6 +21,10 @@ var schedulerConfig = template.Must(template.New("scheduler").Parse(`apiVersion:
 kind: KubeSchedulerConfiguration
 clientConnection:
   kubeconfig: {{ printf "%q" .Kubeconfig }}
+  # The chart's scheduler.kubeClient: kube-scheduler's 50/100 throttles the status patches of a
+  # scale-up's failed attempts, which run inside the scheduling loop.
+  qps: 200
+  burst: 300
 leaderElection:
   leaderElect: false
 profiles:

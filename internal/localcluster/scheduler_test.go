@@ -47,6 +47,10 @@ func TestSchedulerConfig(t *testing.T) {
 		if cfg.LeaderElection.LeaderElect || cfg.ClientConnection.Kubeconfig != "/tmp/kubeconfig" {
 			t.Errorf("leader election %v, kubeconfig %q", cfg.LeaderElection.LeaderElect, cfg.ClientConnection.Kubeconfig)
 		}
+		// The chart's scheduler.kubeClient, not kube-scheduler's 50/100.
+		if cfg.ClientConnection.QPS != 200 || cfg.ClientConnection.Burst != 300 {
+			t.Errorf("client qps %v burst %v, want 200/300", cfg.ClientConnection.QPS, cfg.ClientConnection.Burst)
+		}
 	}
 }
 

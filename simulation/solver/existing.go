@@ -23,23 +23,40 @@ var ephemeralTaints = map[string]bool{
 // solver sees such a node as the capacity it is about to be: otherwise a pod that the real
 // scheduler placed elsewhere than planned would get new capacity while its planned node, still
 // tainted for a second, stood empty.
+//
+// A Node is the claim's when the claim's status names it, or, before the lifecycle controller
+// has written that, when it carries the claim's provider ID or the claim's own name (addInFlight
+// counts such a claim as landed, so this is the only place its capacity is offered): a batch
+// planned in that window would otherwise buy new capacity while the claim's node stood empty.
 func initializingNodes(nodes []*corev1.Node, nodeClaims []*karpv1.NodeClaim) ([]*corev1.Node, map[string]string) {
-	initializing := map[string]*karpv1.NodeClaim{}
+	byNode, byProviderID, byName := map[string]*karpv1.NodeClaim{}, map[string]*karpv1.NodeClaim{}, map[string]*karpv1.NodeClaim{}
 	for _, nc := range nodeClaims {
-		if nc.Status.NodeName == "" || nc.DeletionTimestamp != nil ||
-			meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeInitialized) {
+		if nc.DeletionTimestamp != nil || meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeInitialized) {
 			continue
 		}
-		initializing[nc.Status.NodeName] = nc
+		if nc.Status.NodeName != "" {
+			byNode[nc.Status.NodeName] = nc
+			continue
+		}
+		if nc.Status.ProviderID != "" {
+			byProviderID[nc.Status.ProviderID] = nc
+		}
+		byName[nc.Name] = nc
 	}
-	if len(initializing) == 0 {
+	if len(byNode) == 0 && len(byProviderID) == 0 && len(byName) == 0 {
 		return nodes, nil
 	}
-	owners := make(map[string]string, len(initializing))
+	owners := map[string]string{}
 	out := make([]*corev1.Node, len(nodes))
 	for i, node := range nodes {
 		out[i] = node
-		nc, ok := initializing[node.Name]
+		nc, ok := byNode[node.Name]
+		if !ok && node.Spec.ProviderID != "" {
+			nc, ok = byProviderID[node.Spec.ProviderID]
+		}
+		if !ok {
+			nc, ok = byName[node.Name]
+		}
 		if !ok || node.DeletionTimestamp != nil {
 			continue
 		}

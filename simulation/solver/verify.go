@@ -42,6 +42,13 @@ func VerifyPlan(ctx context.Context, plan *simulation.Plan, state ClusterState, 
 	if err != nil {
 		return err
 	}
+	// As the solver sees them: a node still initializing is its NodeClaim's capacity, without
+	// the taints it sheds once ready, and pods planned onto that NodeClaim go there.
+	nodes, owners := initializingNodes(nodes, nodeClaims)
+	registeredAs := make(map[string]string, len(owners))
+	for node, claim := range owners {
+		registeredAs[claim] = node
+	}
 	snapshot, err := simulation.NewSnapshot(nodes, pods)
 	if err != nil {
 		return err
@@ -95,6 +102,11 @@ func VerifyPlan(ctx context.Context, plan *simulation.Plan, state ClusterState, 
 	added := map[string]bool{}
 	for _, pod := range sortedPods(podsOf(plan.InFlight, byUID)) {
 		name := plan.InFlight[pod.UID]
+		// A NodeClaim whose Node registered is that Node; the others get one built.
+		node, registered := registeredAs[name]
+		if !registered {
+			node = name
+		}
 		if !added[name] {
 			added[name] = true
 			nc, ok := inFlight[name]
@@ -102,19 +114,21 @@ func VerifyPlan(ctx context.Context, plan *simulation.Plan, state ClusterState, 
 				errs = append(errs, fmt.Errorf("pod %s/%s is planned onto unknown nodeclaim %s", pod.Namespace, pod.Name, name))
 				continue
 			}
-			if err := addVerifiedNode(ctx, engine, nc, name, its, daemons); err != nil {
-				errs = append(errs, err)
-				continue
+			if !registered {
+				if err := addVerifiedNode(ctx, engine, nc, name, its, daemons); err != nil {
+					errs = append(errs, err)
+					continue
+				}
 			}
 			for _, uid := range simulation.PlannedPods(nc) {
 				if p, ok := byUID[uid]; ok && p.Spec.NodeName == "" && plan.InFlight[uid] == "" {
-					if err := snapshot.AddPod(p, name); err != nil {
+					if err := snapshot.AddPod(p, node); err != nil {
 						errs = append(errs, err)
 					}
 				}
 			}
 		}
-		plan1(pod, name)
+		plan1(pod, node)
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)

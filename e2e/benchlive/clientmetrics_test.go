@@ -1,0 +1,82 @@
+package benchlive
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/joinery-dev/joinery/e2e/framework"
+)
+
+// schedulerClientUse reads joinery-scheduler's client-go metrics: its API requests by method
+// and the time its requests waited for a client-side rate limiter, in total. Every client of
+// the process counts (kube-scheduler's, its event client's and the plugin's).
+func schedulerClientUse(ctx context.Context, env *framework.Env) (string, error) {
+	cfg := rest.CopyConfig(env.RESTConfig)
+	cfg.TLSClientConfig.Insecure, cfg.TLSClientConfig.CAData, cfg.TLSClientConfig.CAFile = true, nil, ""
+	transport, err := rest.TransportFor(cfg)
+	if err != nil {
+		return "", fmt.Errorf("scheduler metrics: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, env.Cluster.SchedulerMetricsURL(), nil)
+	if err != nil {
+		return "", fmt.Errorf("scheduler metrics: %w", err)
+	}
+	resp, err := (&http.Client{Transport: transport}).Do(req)
+	if err != nil {
+		return "", fmt.Errorf("scheduler metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("scheduler metrics: %s", resp.Status)
+	}
+	return clientUse(resp.Body)
+}
+
+// clientUse summarises rest_client_requests_total by method and the sum of
+// rest_client_rate_limiter_duration_seconds from Prometheus text.
+func clientUse(r io.Reader) (string, error) {
+	byMethod := map[string]float64{}
+	var waited, waits float64
+	scanner := bufio.NewScanner(r)
+	scanner.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	for scanner.Scan() {
+		line := scanner.Text()
+		series, value, ok := strings.Cut(line, " ")
+		if !ok || strings.HasPrefix(line, "#") {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.Fields(value)[0], 64)
+		if err != nil {
+			continue
+		}
+		name, labels, _ := strings.Cut(series, "{")
+		switch name {
+		case "rest_client_requests_total":
+			if _, rest, ok := strings.Cut(labels, `method="`); ok {
+				method, _, _ := strings.Cut(rest, `"`)
+				byMethod[method] += v
+			}
+		case "rest_client_rate_limiter_duration_seconds_sum":
+			waited += v
+		case "rest_client_rate_limiter_duration_seconds_count":
+			waits += v
+		}
+	}
+	if err := scanner.Err(); err != nil {
+		return "", fmt.Errorf("scheduler metrics: %w", err)
+	}
+	var parts []string
+	for _, m := range slices.Sorted(maps.Keys(byMethod)) {
+		parts = append(parts, fmt.Sprintf("%s %.0f", m, byMethod[m]))
+	}
+	return fmt.Sprintf("joinery-scheduler API requests %s; client-side rate-limiter wait %.1f s over %.0f requests", strings.Join(parts, ", "), waited, waits), nil
+}

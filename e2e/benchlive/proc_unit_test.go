@@ -1,0 +1,65 @@
+package benchlive
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestReadUsage reads this process's own figures: the parser must find both.
+func TestReadUsage(t *testing.T) {
+	u, err := readUsage(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.peakRSSMiB <= 0 || u.cpuSeconds < 0 {
+		t.Fatalf("usage %+v", u)
+	}
+}
+
+// TestSchedulerTrace reads batches and throttling waits from joinery-scheduler's JSON log,
+// ignoring what was logged before the workload was applied.
+func TestSchedulerTrace(t *testing.T) {
+	begin := time.UnixMilli(1_000_000)
+	log := strings.Join([]string{
+		`{"ts":999000,"msg":"found provisionable pod(s)","Pods":"ns/old"}`,
+		`{"ts":1010000,"msg":"found provisionable pod(s)","Pods":"ns/a, ns/b, ns/c"}`,
+		`{"ts":1010050,"msg":"computed new nodeclaim(s) to fit pod(s)","nodeclaims":2,"pods":3}`,
+		`{"ts":1012000,"msg":"Waited before sending request","delay":"1.5s"}`,
+		`not json`,
+		`{"ts":1013000,"msg":"Waited before sending request","delay":"250ms"}`,
+	}, "\n")
+	path := filepath.Join(t.TempDir(), "joinery-scheduler.log")
+	if err := os.WriteFile(path, []byte(log), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := schedulerTrace(path, begin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "batches: +10.0s 3 pods → 2 new; client-side throttling waits: 2 (longest 1.5s)"
+	if got != want {
+		t.Errorf("trace %q, want %q", got, want)
+	}
+}
+
+func TestClientUse(t *testing.T) {
+	text := `# HELP rest_client_requests_total x
+rest_client_requests_total{code="201",host="h",method="POST"} 3
+rest_client_requests_total{code="200",host="h",method="PATCH"} 5
+rest_client_requests_total{code="409",host="h",method="POST"} 1
+rest_client_rate_limiter_duration_seconds_sum{host="h",verb="POST"} 1.25
+rest_client_rate_limiter_duration_seconds_sum{host="h",verb="PATCH"} 0.25
+rest_client_rate_limiter_duration_seconds_count{host="h",verb="PATCH"} 9
+`
+	got, err := clientUse(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "joinery-scheduler API requests PATCH 5, POST 4; client-side rate-limiter wait 1.5 s over 9 requests"
+	if got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
