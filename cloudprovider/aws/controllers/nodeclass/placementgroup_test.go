@@ -14,7 +14,7 @@ import (
 	"github.com/joinery-dev/joinery/cloudprovider/aws/nodeclass"
 )
 
-// setSelector changes the fixture class's placement group selector.
+// setSelector changes the fixture class's placement group selector, as a new generation.
 func setSelector(t *testing.T, c client.Client, sel *awsv1.PlacementGroupSelector) {
 	t.Helper()
 	nc := &awsv1.EC2NodeClass{}
@@ -22,6 +22,7 @@ func setSelector(t *testing.T, c client.Client, sel *awsv1.PlacementGroupSelecto
 		t.Fatal(err)
 	}
 	nc.Spec.PlacementGroupSelector = sel
+	nc.Generation++ // the fake client does not bump it; a spec change makes every part due
 	if err := c.Update(context.Background(), nc); err != nil {
 		t.Fatal(err)
 	}
