@@ -22,7 +22,6 @@ import (
 	"github.com/joinery-dev/joinery/plugin"
 	"github.com/joinery-dev/joinery/plugin/planner"
 	"github.com/joinery-dev/joinery/simulation"
-	"github.com/joinery-dev/joinery/simulation/solver"
 )
 
 // DefaultSchedulerName is joinery-scheduler's profile in the deployed manifests.
@@ -140,7 +139,9 @@ func (c *Cluster) plan(ctx context.Context, opts Options, only func(*corev1.Pod)
 		return nil, nil, fmt.Errorf("building the scheduler framework: %w", err)
 	}
 	cfg := &planner.Config{
-		InstanceTypes:                 func(client.Client, cloudprovider.Overlay) (solver.InstanceTypeSource, error) { return c.Catalog, nil },
+		InstanceTypes: func(client.Client, cloudprovider.Overlay) (cloudprovider.InstanceTypeLister, error) {
+			return c.Catalog, nil
+		},
 		SchedulerConfigPath:           opts.SchedulerConfigPath,
 		OutOfTree:                     opts.OutOfTree,
 		UnavailableOfferingsNamespace: c.unavailableNamespace,

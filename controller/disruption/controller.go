@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/controller/cost"
 )
 
@@ -62,7 +63,7 @@ type Options struct {
 	Volatile VolatileVerifier
 	// InstanceTypes, when set, prices each pass's command for the savings gauge
 	// (joinery_nodepool_consolidation_savings_per_hour).
-	InstanceTypes cost.InstanceTypeSource
+	InstanceTypes cloudprovider.InstanceTypeLister
 }
 
 func (o *Options) defaults() {

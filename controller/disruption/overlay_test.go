@@ -91,7 +91,7 @@ func TestConsolidationUsesOverlayPrices(t *testing.T) {
 }
 
 // newProviderSimulator is the real solver over a cloud provider's instance types.
-func newProviderSimulator(t testing.TB, src solver.InstanceTypeSource) *SolverSimulator {
+func newProviderSimulator(t testing.TB, src cloudprovider.InstanceTypeLister) *SolverSimulator {
 	t.Helper()
 	profile, err := simulation.DefaultProfile()
 	if err != nil {

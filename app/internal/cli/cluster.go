@@ -71,7 +71,7 @@ func (f *clusterFlags) capture(ctx context.Context) (*snapshot.Snapshot, error) 
 // instanceTypes builds the provider's catalog as the binaries do: with the NodeOverlay gate on
 // (FEATURE_GATES, as for joinery-controller), through the cluster's NodeOverlays, and without
 // reserved offerings when ReservedCapacity is off.
-func (f *clusterFlags) instanceTypes(ctx context.Context, c client.Client) (snapshot.InstanceTypeSource, error) {
+func (f *clusterFlags) instanceTypes(ctx context.Context, c client.Client) (cloudprovider.InstanceTypeLister, error) {
 	overlay, err := clusterOverlays(ctx, c)
 	if err != nil {
 		return nil, err

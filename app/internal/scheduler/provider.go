@@ -12,7 +12,6 @@ import (
 	"github.com/joinery-dev/joinery/cloudprovider/aws"
 	"github.com/joinery-dev/joinery/cloudprovider/kwok"
 	"github.com/joinery-dev/joinery/plugin/planner"
-	"github.com/joinery-dev/joinery/simulation/solver"
 )
 
 // providerFlags choose the cloud provider whose instance types the solver plans with.
@@ -42,7 +41,7 @@ func (p *providerFlags) instanceTypes(ctx context.Context) (planner.InstanceType
 	}
 }
 
-func (p *providerFlags) kwokInstanceTypes(c client.Client, overlay cloudprovider.Overlay) (solver.InstanceTypeSource, error) {
+func (p *providerFlags) kwokInstanceTypes(c client.Client, overlay cloudprovider.Overlay) (cloudprovider.InstanceTypeLister, error) {
 	provider, err := kwok.New(c, kwok.Options{Overlay: overlay, DisableReservedCapacity: p.disableReservedCapacity})
 	if err != nil {
 		return nil, fmt.Errorf("building the kwok cloud provider: %w", err)
@@ -56,7 +55,7 @@ func (p *providerFlags) awsInstanceTypes(ctx context.Context) (planner.InstanceT
 	if err != nil {
 		return nil, err
 	}
-	return func(c client.Client, overlay cloudprovider.Overlay) (solver.InstanceTypeSource, error) {
+	return func(c client.Client, overlay cloudprovider.Overlay) (cloudprovider.InstanceTypeLister, error) {
 		return newProvider(c, overlay), nil
 	}, nil
 }
