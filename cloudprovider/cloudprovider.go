@@ -58,6 +58,16 @@ type InstanceTypeLister interface {
 	GetInstanceTypes(ctx context.Context, nodePool *karpv1.NodePool) ([]*InstanceType, error)
 }
 
+// Preplanner launches capacity for the pods of a NodeClaim that is about to be removed (an
+// interruption, an expiry, a repair) as soon as that is decided, instead of waiting for the
+// evicted pods to become pending; called again for the same NodeClaim and method, it returns
+// the replacements it created before. joinery-controller's disruption simulation implements
+// it (controller/disruption.Preplanner); the neutral forceful methods and a provider's
+// interruption controller call it.
+type Preplanner interface {
+	Preplan(ctx context.Context, method string, nc *karpv1.NodeClaim) ([]string, error)
+}
+
 // NodeClass is a provider's node class (EC2NodeClass, KWOKNodeClass): the cluster-scoped object
 // a NodePool's nodeClassRef names. Its Ready status condition says whether NodePools may launch
 // with it, so neutral controllers judge a class without knowing its kind.

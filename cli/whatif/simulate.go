@@ -21,6 +21,7 @@ import (
 	"github.com/joinery-dev/joinery/controller/disruption"
 	"github.com/joinery-dev/joinery/plugin"
 	"github.com/joinery-dev/joinery/plugin/planner"
+	"github.com/joinery-dev/joinery/scheduling"
 	"github.com/joinery-dev/joinery/simulation"
 )
 
@@ -188,7 +189,7 @@ func (c *Cluster) PendingPods(schedulerNames []string) []*corev1.Pod {
 			name = corev1.DefaultSchedulerName
 		}
 		if p.Spec.NodeName != "" || p.DeletionTimestamp != nil || len(p.Spec.SchedulingGates) > 0 ||
-			p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || !slices.Contains(schedulerNames, name) {
+			scheduling.PodFinished(p) || !slices.Contains(schedulerNames, name) {
 			continue
 		}
 		out = append(out, p.DeepCopy())

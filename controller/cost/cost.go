@@ -155,7 +155,7 @@ func Compute(ctx context.Context, pricer *Pricer, s State) ([]Line, error) {
 	}
 	requests := map[string]corev1.ResourceList{}
 	for _, p := range s.Pods {
-		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		if p.Spec.NodeName == "" || scheduling.PodFinished(p) {
 			continue
 		}
 		requests[p.Spec.NodeName] = scheduling.Merge(requests[p.Spec.NodeName], scheduling.PodRequests(p))

@@ -1,8 +1,9 @@
 // Package disruption is the disruption controller: one loop that runs the automated graceful
-// methods in order (Drift, then Emptiness; consolidation's methods come after them), each
-// returning a command — candidates and the replacements they need — that the budgets allow
-// and the simulation accepts; the command is validated again after a short delay and executed
-// through one orchestration queue (Queue), and the loop starts again from the first method.
+// methods in order (GracefulMethods: Drift, Emptiness, multi-node and then single-node
+// consolidation), each returning a command — candidates and the replacements they need — that
+// the budgets allow and the simulation accepts; the command is validated again after a short
+// delay and executed through one orchestration queue (Queue), and the loop starts again from
+// the first method.
 //
 // Forceful methods live beside it: expiration (subpackage expiration) and node repair
 // (subpackage repair); the conditions they and the methods read (lastPodEventTime,

@@ -13,7 +13,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/joinery-dev/joinery/cloudprovider"
-	"github.com/joinery-dev/joinery/cloudprovider/aws"
 	"github.com/joinery-dev/joinery/controller/disruption"
 	"github.com/joinery-dev/joinery/controller/disruption/expiration"
 	"github.com/joinery-dev/joinery/controller/disruption/podevents"
@@ -103,7 +102,7 @@ func (s *disruptionSimulation) build(cp cloudprovider.CloudProvider) error {
 }
 
 // preplanner is the Preplanner over the simulation for cp (aws.Options.Preplanner).
-func (s *disruptionSimulation) preplanner(cp cloudprovider.CloudProvider) (aws.Preplanner, error) {
+func (s *disruptionSimulation) preplanner(cp cloudprovider.CloudProvider) (cloudprovider.Preplanner, error) {
 	if err := s.build(cp); err != nil {
 		return nil, err
 	}
