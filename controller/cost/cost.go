@@ -145,14 +145,7 @@ func (p *Pricer) Of(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node
 // Compute prices every NodeClaim that is not being deleted, by NodePool, capacity type and
 // zone, sorted.
 func Compute(ctx context.Context, pricer *Pricer, s State) ([]Line, error) {
-	nodes := map[string]*corev1.Node{}
-	byProviderID := map[string]*corev1.Node{}
-	for _, n := range s.Nodes {
-		nodes[n.Name] = n
-		if n.Spec.ProviderID != "" {
-			byProviderID[n.Spec.ProviderID] = n
-		}
-	}
+	nodes := scheduling.IndexNodes(s.Nodes)
 	requests := map[string]corev1.ResourceList{}
 	for _, p := range s.Pods {
 		if p.Spec.NodeName == "" || scheduling.PodFinished(p) {
@@ -169,10 +162,7 @@ func Compute(ctx context.Context, pricer *Pricer, s State) ([]Line, error) {
 		if !Counts(nc) {
 			continue
 		}
-		node := nodes[nc.Status.NodeName]
-		if node == nil && nc.Status.ProviderID != "" {
-			node = byProviderID[nc.Status.ProviderID]
-		}
+		node := nodes.NodeOf(nc)
 		o, ok, err := pricer.Of(ctx, nc, node)
 		if err != nil {
 			return nil, err
