@@ -32,9 +32,7 @@ type CloudProvider interface {
 	// List returns a NodeClaim for every instance the provider launched and still runs; garbage
 	// collection compares it with the NodeClaims in the cluster.
 	List(ctx context.Context) ([]*karpv1.NodeClaim, error)
-	// GetInstanceTypes returns the instance types nodePool may launch, each with its offerings,
-	// capacity and overhead resolved against the NodePool's NodeClass.
-	GetInstanceTypes(ctx context.Context, nodePool *karpv1.NodePool) ([]*InstanceType, error)
+	InstanceTypeLister
 	// IsDrifted reports why nodeClaim's instance no longer matches its NodeClass, or "" when it
 	// does. Drift against the NodePool is decided by joinery itself.
 	IsDrifted(ctx context.Context, nodeClaim *karpv1.NodeClaim) (DriftReason, error)
@@ -47,6 +45,27 @@ type CloudProvider interface {
 	// empty object of each kind (registered in the manager's scheme); the first is the
 	// provider's default. Callers read a class's readiness through NodeClass.GetConditions.
 	GetSupportedNodeClasses() []NodeClass
+}
+
+// InstanceTypeLister is what the planner, consolidation, the cost metrics, the CLI and the
+// NodePool controllers read of a provider: its catalog, per NodePool, with prices. It is the
+// provider itself in the controller, a catalog-only source in the scheduler, and a recorded
+// snapshot in the CLI.
+type InstanceTypeLister interface {
+	// GetInstanceTypes returns the instance types nodePool may launch, each with its offerings,
+	// capacity and overhead resolved against the NodePool's NodeClass. A nil nodePool asks for
+	// the whole catalog, which a source without a NodeClass-free catalog (AWS) refuses.
+	GetInstanceTypes(ctx context.Context, nodePool *karpv1.NodePool) ([]*InstanceType, error)
+}
+
+// Preplanner launches capacity for the pods of a NodeClaim that is about to be removed (an
+// interruption, an expiry, a repair) as soon as that is decided, instead of waiting for the
+// evicted pods to become pending; called again for the same NodeClaim and method, it returns
+// the replacements it created before. joinery-controller's disruption simulation implements
+// it (controller/disruption.Preplanner); the neutral forceful methods and a provider's
+// interruption controller call it.
+type Preplanner interface {
+	Preplan(ctx context.Context, method string, nc *karpv1.NodeClaim) ([]string, error)
 }
 
 // NodeClass is a provider's node class (EC2NodeClass, KWOKNodeClass): the cluster-scoped object

@@ -136,18 +136,6 @@ func (ofs Offerings) MostExpensive() *Offering {
 	return ofs.pick(func(a, b *Offering) bool { return a.Price > b.Price })
 }
 
-// Preferred returns the offering a launch should use: the cheapest of the most preferred
-// capacity type (see CapacityTypePriority), or nil.
-func (ofs Offerings) Preferred() *Offering {
-	return ofs.pick(func(a, b *Offering) bool {
-		pa, pb := CapacityTypePriority(a.CapacityType()), CapacityTypePriority(b.CapacityType())
-		if pa != pb {
-			return pa < pb
-		}
-		return a.Price < b.Price
-	})
-}
-
 // CheapestPrice is the lowest price among the offerings, or +Inf when there are none, so that
 // types without an offering sort last.
 func (ofs Offerings) CheapestPrice() float64 {
@@ -178,9 +166,9 @@ func (ofs Offerings) pick(better func(a, b *Offering) bool) *Offering {
 	return best
 }
 
-// CapacityTypePriority orders capacity types for a launch that allows several: reserved
-// capacity is already paid for, spot is cheaper than on-demand. Lower sorts first; unknown
-// types sort last.
+// CapacityTypePriority orders capacity types for a launch that allows several (the first key
+// of CompareLaunches): reserved capacity is already paid for, spot is cheaper than on-demand.
+// Lower sorts first; unknown types sort last.
 func CapacityTypePriority(capacityType string) int {
 	switch capacityType {
 	case karpv1.CapacityTypeReserved:

@@ -92,30 +92,6 @@ func TestOfferingsHelpers(t *testing.T) {
 	}
 }
 
-func TestOfferingsPreferred(t *testing.T) {
-	od := NewOffering("zone-a", karpv1.CapacityTypeOnDemand, 0.05, true)
-	spotCheap := NewOffering("zone-a", karpv1.CapacityTypeSpot, 0.08, true)
-	spotDear := NewOffering("zone-b", karpv1.CapacityTypeSpot, 0.09, true)
-	reserved := NewReservedOffering("zone-c", "cr-1", 0.50, 1)
-	tests := []struct {
-		name string
-		ofs  Offerings
-		want *Offering
-	}{
-		{name: "reserved first even when dearer", ofs: Offerings{od, spotCheap, reserved}, want: reserved},
-		{name: "spot before a cheaper on-demand", ofs: Offerings{od, spotDear, spotCheap}, want: spotCheap},
-		{name: "on-demand alone", ofs: Offerings{od}, want: od},
-		{name: "none", ofs: nil, want: nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.ofs.Preferred(); got != tt.want {
-				t.Errorf("Preferred() = %+v, want %+v", got, tt.want)
-			}
-		})
-	}
-}
-
 func TestCapacityTypePriority(t *testing.T) {
 	order := []string{karpv1.CapacityTypeReserved, karpv1.CapacityTypeSpot, karpv1.CapacityTypeOnDemand, "something-else"}
 	for i := 1; i < len(order); i++ {

@@ -4,7 +4,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
-	"github.com/joinery-dev/joinery/scheduling"
 )
 
 // RunningOffering returns the instance type and offering a node with these labels runs on:
@@ -35,23 +34,4 @@ func (its InstanceTypes) RunningOffering(labels map[string]string) (*InstanceTyp
 		}
 	}
 	return bestType, best
-}
-
-// LaunchOffering returns the instance type and offering a NodeClaim with requirements reqs
-// would most likely launch with: of the available offerings of its compatible instance types
-// that meet reqs, the one Offerings.Preferred picks. Both are nil when none does.
-func (its InstanceTypes) LaunchOffering(reqs scheduling.Requirements) (*InstanceType, *Offering) {
-	var offerings Offerings
-	owner := map[*Offering]*InstanceType{}
-	for _, it := range its.Compatible(reqs) {
-		for _, o := range it.Offerings.Available().Compatible(reqs) {
-			offerings = append(offerings, o)
-			owner[o] = it
-		}
-	}
-	best := offerings.Preferred()
-	if best == nil {
-		return nil, nil
-	}
-	return owner[best], best
 }

@@ -6,7 +6,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
-	"github.com/joinery-dev/joinery/scheduling"
 )
 
 func TestRunningOffering(t *testing.T) {
@@ -36,38 +35,6 @@ func TestRunningOffering(t *testing.T) {
 				t.Errorf("offering %s %v, want none", it.Name, o.Price)
 			case tt.want != 0 && (o == nil || o.Price != tt.want || it.Name != tt.labels[corev1.LabelInstanceTypeStable]):
 				t.Errorf("offering %v, want price %v", o, tt.want)
-			}
-		})
-	}
-}
-
-func TestLaunchOffering(t *testing.T) {
-	its := InstanceTypes{
-		testType("a", "m5", NewOffering("zone-a", "spot", 0.3, false), NewOffering("zone-a", "on-demand", 1, true)),
-		testType("b", "c5", NewOffering("zone-b", "spot", 0.5, true), NewOffering("zone-b", "on-demand", 0.8, true)),
-	}
-	tests := []struct {
-		name     string
-		reqs     scheduling.Requirements
-		wantType string
-		wantCT   string
-	}{
-		{"spot before on-demand, available only", scheduling.NewRequirements(), "b", "spot"},
-		{"only on-demand allowed", scheduling.NewRequirements(req(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, "on-demand")), "b", "on-demand"},
-		{"only type a", scheduling.NewRequirements(req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "a")), "a", "on-demand"},
-		{"nothing fits", scheduling.NewRequirements(req(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "zone-c")), "", ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			it, o := its.LaunchOffering(tt.reqs)
-			if tt.wantType == "" {
-				if o != nil {
-					t.Errorf("offering of %s, want none", it.Name)
-				}
-				return
-			}
-			if o == nil || it.Name != tt.wantType || o.CapacityType() != tt.wantCT {
-				t.Errorf("got %v %v, want %s %s", it, o, tt.wantType, tt.wantCT)
 			}
 		})
 	}

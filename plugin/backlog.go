@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
+
+	"github.com/joinery-dev/joinery/scheduling"
 )
 
 // backlogTimeout bounds how long a new leader holds its first batch for the backlog.
@@ -64,7 +66,7 @@ func (p *Plugin) backlog() map[types.UID]types.NamespacedName {
 	defer p.mu.Unlock()
 	out := map[types.UID]types.NamespacedName{}
 	for _, pod := range pods {
-		if !p.names.Has(pod.Spec.SchedulerName) || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || podFinished(pod) || len(pod.Spec.SchedulingGates) > 0 {
+		if !p.names.Has(pod.Spec.SchedulerName) || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || scheduling.PodFinished(pod) || len(pod.Spec.SchedulingGates) > 0 {
 			continue
 		}
 		if _, waiting := p.waits.nodeClaimFor(pod.UID); waiting || p.pending.has(pod.UID) {
@@ -91,7 +93,7 @@ func (p *Plugin) dropTried(backlog map[types.UID]types.NamespacedName) {
 			continue
 		}
 		pod, err := p.pods.Pods(ref.Namespace).Get(ref.Name)
-		if err != nil || pod.UID != uid || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || podFinished(pod) {
+		if err != nil || pod.UID != uid || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || scheduling.PodFinished(pod) {
 			delete(backlog, uid)
 		}
 	}

@@ -22,6 +22,7 @@ import (
 
 	autoscalingv1alpha1 "github.com/joinery-dev/joinery/apis/autoscaling/v1alpha1"
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/scheduling"
 	"github.com/joinery-dev/joinery/simulation"
 	"github.com/joinery-dev/joinery/simulation/buffer"
 )
@@ -82,7 +83,7 @@ func (p *Plugin) watchBuffers(ctx context.Context, c crcache.Cache, w client.Cli
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(*corev1.Pod)
 			n, ok2 := newObj.(*corev1.Pod)
-			whenBuffers(ok1 && ok2 && (o.Spec.NodeName != n.Spec.NodeName || podFinished(n) != podFinished(o)))
+			whenBuffers(ok1 && ok2 && (o.Spec.NodeName != n.Spec.NodeName || scheduling.PodFinished(n) != scheduling.PodFinished(o)))
 		},
 		DeleteFunc: func(obj any) {
 			pod, ok := obj.(*corev1.Pod)

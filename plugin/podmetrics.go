@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/joinery-dev/joinery/scheduling"
 )
 
 // podTimes follows each pod from when the plugin first saw it need capacity, through the plan
@@ -72,7 +74,7 @@ func (t *podTimes) observe(pod *corev1.Pod) {
 	if !ok {
 		return
 	}
-	if pod.DeletionTimestamp != nil || podFinished(pod) {
+	if pod.DeletionTimestamp != nil || scheduling.PodFinished(pod) {
 		t.forgetLocked(pod.UID)
 		return
 	}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 
+	"github.com/joinery-dev/joinery/scheduling"
 	"github.com/joinery-dev/joinery/simulation"
 	"github.com/joinery-dev/joinery/simulation/buffer"
 )
@@ -218,7 +219,7 @@ func (p *Plugin) takeBatch() []*corev1.Pod {
 	for _, entry := range p.pending.list() {
 		pod, err := p.pods.Pods(entry.namespace).Get(entry.name)
 		_, waiting := p.waits.nodeClaimFor(entry.uid)
-		if err != nil || pod.UID != entry.uid || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || podFinished(pod) || waiting {
+		if err != nil || pod.UID != entry.uid || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || scheduling.PodFinished(pod) || waiting {
 			p.pending.remove(entry.uid)
 			continue
 		}

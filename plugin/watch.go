@@ -16,6 +16,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/scheduling"
 	"github.com/joinery-dev/joinery/simulation"
 )
 
@@ -50,7 +51,7 @@ func (p *Plugin) observePod(ctx context.Context, obj any) {
 		return
 	}
 	p.times.observe(pod)
-	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || podFinished(pod) {
+	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || scheduling.PodFinished(pod) {
 		p.forget(ctx, pod.UID)
 		return
 	}
@@ -87,10 +88,6 @@ func unschedulableMessage(pod *corev1.Pod) string {
 		}
 	}
 	return ""
-}
-
-func podFinished(pod *corev1.Pod) bool {
-	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 }
 
 // nodeClaimHandler keeps the wait book equal to the cluster's NodeClaims: a launching

@@ -42,20 +42,28 @@ func RegisterWellKnownLabels(keys ...string) {
 func IsWellKnownLabel(key string) bool { return WellKnownLabels.Has(key) }
 
 // labelTranslations maps label keys that mean the same as a well-known key onto it: Kubernetes'
-// deprecated beta labels (which Karpenter translates to their stable equivalents) and the EBS CSI
-// driver's zone topology key, which PersistentVolumes carry in their node affinity.
+// deprecated beta labels (which Karpenter translates to their stable equivalents) and the keys
+// cloud providers register with RegisterLabelAlias.
 var labelTranslations = map[string]string{
 	"beta.kubernetes.io/arch":           corev1.LabelArchStable,
 	"beta.kubernetes.io/os":             corev1.LabelOSStable,
 	corev1.LabelInstanceType:            corev1.LabelInstanceTypeStable,
 	corev1.LabelFailureDomainBetaZone:   corev1.LabelTopologyZone,
 	corev1.LabelFailureDomainBetaRegion: corev1.LabelTopologyRegion,
-	"topology.ebs.csi.aws.com/zone":     corev1.LabelTopologyZone,
+}
+
+// RegisterLabelAlias makes alias stand for the well-known key: requirements that select alias
+// (a pod's, a PersistentVolume's node affinity) select key, and the nodes joinery makes carry
+// alias with key's value (LabelAliases). Providers call it from an init function, as they call
+// RegisterWellKnownLabels (the AWS provider registers its CSI driver's zone key); it is not
+// safe to call concurrently with readers.
+func RegisterLabelAlias(alias, key string) {
+	labelTranslations[alias] = key
 }
 
 // LabelAliases returns the keys of labelTranslations that labels lacks a value for but real
 // nodes carry, each with the value of the well-known key it stands for in labels (the kubelet
-// sets the beta keys, the EBS CSI driver its zone key). Nodes joinery makes — hypothetical or
+// sets the beta keys, a provider's CSI driver its zone key). Nodes joinery makes — hypothetical or
 // kwok — carry them so that pods and volumes selecting them find them.
 func LabelAliases(labels map[string]string) map[string]string {
 	aliases := map[string]string{}

@@ -13,7 +13,6 @@ func TestNormalizeLabelKey(t *testing.T) {
 		"beta.kubernetes.io/instance-type":         corev1.LabelInstanceTypeStable,
 		"failure-domain.beta.kubernetes.io/zone":   corev1.LabelTopologyZone,
 		"failure-domain.beta.kubernetes.io/region": corev1.LabelTopologyRegion,
-		"topology.ebs.csi.aws.com/zone":            corev1.LabelTopologyZone,
 		corev1.LabelTopologyZone:                   corev1.LabelTopologyZone,
 		"company.com/team":                         "company.com/team",
 	}
@@ -54,6 +53,30 @@ func TestRegisterWellKnownLabels(t *testing.T) {
 	}
 	if err := IsRestrictedLabel(key); err != nil {
 		t.Errorf("IsRestrictedLabel(%q) = %v after registration", key, err)
+	}
+}
+
+// ebsZoneKey is the EBS CSI driver's zone key, which the AWS and kwok providers register as
+// an alias of the zone; the package's tests register it as they do.
+const ebsZoneKey = "topology.ebs.csi.aws.com/zone"
+
+func init() { RegisterLabelAlias(ebsZoneKey, corev1.LabelTopologyZone) }
+
+func TestRegisterLabelAlias(t *testing.T) {
+	const alias = "example.com/zone"
+	if got := NormalizeLabelKey(alias); got != alias {
+		t.Fatalf("NormalizeLabelKey(%q) = %q before a provider registers it", alias, got)
+	}
+	if IsLabelAlias(alias) {
+		t.Fatalf("%s is an alias before a provider registers it", alias)
+	}
+	RegisterLabelAlias(alias, corev1.LabelTopologyZone)
+	t.Cleanup(func() { delete(labelTranslations, alias) })
+	if got := NormalizeLabelKey(alias); got != corev1.LabelTopologyZone {
+		t.Errorf("NormalizeLabelKey(%q) = %q, want the zone", alias, got)
+	}
+	if got := LabelAliases(map[string]string{corev1.LabelTopologyZone: "zone-a"})[alias]; got != "zone-a" {
+		t.Errorf("LabelAliases sets %s = %q, want zone-a", alias, got)
 	}
 }
 

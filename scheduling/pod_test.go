@@ -70,7 +70,7 @@ func TestPodRequirementAlternatives(t *testing.T) {
 		{
 			name: "term keys intersect with the nodeSelector after translation",
 			pod: podWith(map[string]string{"topology.kubernetes.io/zone": "us-west-2a"}, []corev1.NodeSelectorTerm{
-				term(expr("topology.ebs.csi.aws.com/zone", in, "us-west-2a", "us-west-2b")),
+				term(expr(ebsZoneKey, in, "us-west-2a", "us-west-2b")),
 			}),
 			want: []string{"topology.kubernetes.io/zone In [us-west-2a]"},
 		},

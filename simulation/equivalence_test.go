@@ -68,7 +68,7 @@ func TestNewHypotheticalNode(t *testing.T) {
 	node := testNode("new-1", "4", "8Gi", inZone("zone-a"), withLabel("team", "data"), withTaint("dedicated", "data"))
 	// The EBS CSI and the deprecated beta zone keys follow the zone, as on real nodes.
 	want := map[string]string{
-		zoneLabel: "zone-a", EBSZoneLabelKey: "zone-a", corev1.LabelFailureDomainBetaZone: "zone-a",
+		zoneLabel: "zone-a", ebsZoneKey: "zone-a", corev1.LabelFailureDomainBetaZone: "zone-a",
 		"team": "data", corev1.LabelHostname: "new-1",
 	}
 	for k, v := range want {

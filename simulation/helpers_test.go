@@ -199,3 +199,9 @@ func podNames(s *Snapshot) map[string][]string {
 func describeStatus(plugin string, reasons []string) string {
 	return fmt.Sprintf("%s %v", plugin, reasons)
 }
+
+// ebsZoneKey is a provider's CSI zone key (the EBS driver's), registered here as the AWS and
+// kwok providers register it, so the simulation's tests run without a provider.
+const ebsZoneKey = "topology.ebs.csi.aws.com/zone"
+
+func init() { scheduling.RegisterLabelAlias(ebsZoneKey, corev1.LabelTopologyZone) }

@@ -32,10 +32,6 @@ type NodeTemplate struct {
 	Devices []cloudprovider.DeviceSet
 }
 
-// EBSZoneLabelKey is the zone label the EBS CSI driver registers on its nodes; volumes it
-// provisions carry it in their node affinity.
-const EBSZoneLabelKey = "topology.ebs.csi.aws.com/zone"
-
 // NewHypotheticalNode builds the Node the Filters see for t: labels (with
 // kubernetes.io/hostname set to the name, as the kubelet sets it, and each of
 // scheduling.LabelAliases set to its key's value), taints, and allocatable equal to capacity, Ready.

@@ -10,6 +10,8 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/joinery-dev/joinery/scheduling"
 )
 
 // Snapshot is the cluster as the engine's Filters see it: real nodes and pods, plus
@@ -133,7 +135,7 @@ func (s *Snapshot) Reset(nodes []*corev1.Node, pods []*corev1.Pod) error {
 		}
 	}
 	for _, pod := range pods {
-		if pod.Spec.NodeName == "" || terminated(pod) {
+		if pod.Spec.NodeName == "" || scheduling.PodFinished(pod) {
 			continue
 		}
 		if _, ok := s.nodes[pod.Spec.NodeName]; !ok {
@@ -144,10 +146,6 @@ func (s *Snapshot) Reset(nodes []*corev1.Node, pods []*corev1.Pod) error {
 		}
 	}
 	return nil
-}
-
-func terminated(pod *corev1.Pod) bool {
-	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 }
 
 // Generation identifies the snapshot's content; see Snapshot.

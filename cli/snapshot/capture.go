@@ -25,15 +25,10 @@ import (
 	"github.com/joinery-dev/joinery/cloudprovider"
 )
 
-// InstanceTypeSource lists what a NodePool may launch (the cloud provider).
-type InstanceTypeSource interface {
-	GetInstanceTypes(ctx context.Context, nodePool *karpv1.NodePool) ([]*cloudprovider.InstanceType, error)
-}
-
 // CaptureOptions say what to record besides the cluster's objects.
 type CaptureOptions struct {
 	// InstanceTypes is the cloud provider's catalog, asked once per NodePool; required.
-	InstanceTypes InstanceTypeSource
+	InstanceTypes cloudprovider.InstanceTypeLister
 	// CloudProvider names it in the file.
 	CloudProvider string
 	// Scheme knows the node-class kinds NodePools reference (apis.AddToScheme).
@@ -169,7 +164,7 @@ func kindOf(scheme *runtime.Scheme, group, kind string) (gvk schema.GroupVersion
 
 // captureCatalogs asks the provider for each NodePool's instance types. A NodePool the
 // provider refuses (its node class is not ready) is left without: the solver skips it live too.
-func (s *Snapshot) captureCatalogs(ctx context.Context, source InstanceTypeSource) error {
+func (s *Snapshot) captureCatalogs(ctx context.Context, source cloudprovider.InstanceTypeLister) error {
 	for i := range s.NodePools {
 		np := &s.NodePools[i]
 		its, err := source.GetInstanceTypes(ctx, np)

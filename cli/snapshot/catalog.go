@@ -132,7 +132,7 @@ func sameRef(a, b *karpv1.NodeClassReference) bool {
 }
 
 // InstanceTypes is the snapshot's catalog as a cloud provider's instance-type source
-// (solver.InstanceTypeSource): each NodePool gets the types recorded for it, a NodePool the
+// (cloudprovider.InstanceTypeLister): each NodePool gets the types recorded for it, a NodePool the
 // snapshot did not see (or whose node class a change replaced) those recorded for its node
 // class.
 type InstanceTypes struct {
@@ -149,7 +149,7 @@ func (s *Snapshot) Catalog() *InstanceTypes {
 	return src
 }
 
-// GetInstanceTypes implements solver.InstanceTypeSource. A nil nodePool gets every recorded
+// GetInstanceTypes implements cloudprovider.InstanceTypeLister. A nil nodePool gets every recorded
 // type once.
 func (s *InstanceTypes) GetInstanceTypes(_ context.Context, nodePool *karpv1.NodePool) ([]*cloudprovider.InstanceType, error) {
 	if nodePool == nil {

@@ -27,6 +27,7 @@ import (
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	karpv1alpha1 "github.com/joinery-dev/joinery/apis/karpenter/v1alpha1"
 	"github.com/joinery-dev/joinery/cli/snapshot"
+	"github.com/joinery-dev/joinery/scheduling"
 )
 
 // ReadChanges reads the objects of YAML or JSON files (several documents each).
@@ -261,7 +262,7 @@ func scale(s *snapshot.Snapshot, workload metav1.Object, ownerKind, field string
 	for i := range s.Pods {
 		p := &s.Pods[i]
 		if p.Namespace == ns && sel.Matches(labels.Set(p.Labels)) && p.DeletionTimestamp == nil &&
-			p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			!scheduling.PodFinished(p) {
 			mine = append(mine, i)
 		}
 	}

@@ -20,8 +20,8 @@ import (
 	"github.com/joinery-dev/joinery/controller/disruption"
 	"github.com/joinery-dev/joinery/plugin"
 	"github.com/joinery-dev/joinery/plugin/planner"
+	"github.com/joinery-dev/joinery/scheduling"
 	"github.com/joinery-dev/joinery/simulation"
-	"github.com/joinery-dev/joinery/simulation/solver"
 )
 
 // DefaultSchedulerName is joinery-scheduler's profile in the deployed manifests.
@@ -119,7 +119,9 @@ func (c *Cluster) plan(ctx context.Context, opts Options, only func(*corev1.Pod)
 		return nil, nil, fmt.Errorf("building the scheduler framework: %w", err)
 	}
 	cfg := &planner.Config{
-		InstanceTypes:                 func(client.Client, cloudprovider.Overlay) (solver.InstanceTypeSource, error) { return c.Catalog, nil },
+		InstanceTypes: func(client.Client, cloudprovider.Overlay) (cloudprovider.InstanceTypeLister, error) {
+			return c.Catalog, nil
+		},
 		SchedulerConfigPath:           opts.SchedulerConfigPath,
 		OutOfTree:                     opts.OutOfTree,
 		UnavailableOfferingsNamespace: c.unavailableNamespace,
@@ -166,7 +168,7 @@ func (c *Cluster) PendingPods(schedulerNames []string) []*corev1.Pod {
 			name = corev1.DefaultSchedulerName
 		}
 		if p.Spec.NodeName != "" || p.DeletionTimestamp != nil || len(p.Spec.SchedulingGates) > 0 ||
-			p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || !slices.Contains(schedulerNames, name) {
+			scheduling.PodFinished(p) || !slices.Contains(schedulerNames, name) {
 			continue
 		}
 		out = append(out, p.DeepCopy())

@@ -51,15 +51,11 @@ type Options struct {
 	// builds and returns what launches capacity for an interrupted node's pods before its
 	// NodeClaim is deleted: the disruption controllers' disruption.Preplanner, whose
 	// simulation needs the provider's instance types.
-	Preplanner func(cloudprovider.CloudProvider) (Preplanner, error)
+	Preplanner func(cloudprovider.CloudProvider) (cloudprovider.Preplanner, error)
 	// Overlay adjusts the instance types (NodeOverlay) for every reader and for launches; nil
 	// for none.
 	Overlay cloudprovider.Overlay
 }
-
-// Preplanner launches capacity for a NodeClaim's pods before the interruption controller
-// deletes it.
-type Preplanner = interruption.Preplanner
 
 // Launch template cleanup: how often, and how long a template may go unused before it goes.
 const (
@@ -147,7 +143,7 @@ func New(ctx context.Context, mgr ctrl.Manager, opts Options) (*awsprovider.Prov
 	if err := mgr.Add(cleanup); err != nil {
 		return nil, fmt.Errorf("adding launch template cleanup: %w", err)
 	}
-	var preplan Preplanner
+	var preplan cloudprovider.Preplanner
 	if opts.InterruptionQueue != "" && opts.Preplanner != nil {
 		if preplan, err = opts.Preplanner(provider); err != nil {
 			return nil, fmt.Errorf("building the interruption controller's pre-planning: %w", err)

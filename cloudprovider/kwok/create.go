@@ -1,7 +1,6 @@
 package kwok
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -20,8 +19,8 @@ import (
 )
 
 // Create launches a kwok Node for nodeClaim: of the instance types its requirements allow and its
-// requests fit, the offering of the most preferred capacity type (reserved, spot, on-demand) that
-// is cheapest. Creating a NodeClaim whose Node exists already returns that Node's description,
+// requests fit, the first in the launch order (cloudprovider.CompareLaunches, which the cost
+// prediction assumes too). Creating a NodeClaim whose Node exists already returns that Node's description,
 // so a retried launch does not fail.
 func (p *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
 	if err := p.checkNodeClass(ctx, nodeClaim.Spec.NodeClassRef); err != nil {
@@ -30,7 +29,7 @@ func (p *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	reqs := scheduling.FromNodeSelectorRequirementsWithMinValues(nodeClaim.Spec.Requirements...)
 	// The NodePool's view of the catalog: overlays may change prices and capacity per NodePool.
 	its := p.catalog(nodeClaim.Labels[karpv1.NodePoolLabelKey])
-	candidates := launchCandidates(its, reqs, nodeClaim.Spec.Resources.Requests)
+	candidates := its.Launches(reqs, nodeClaim.Spec.Resources.Requests)
 	candidates, exhausted, err := p.withoutRecordedUnavailable(ctx, candidates)
 	if err != nil {
 		return nil, fmt.Errorf("nodeclaim %s: %w", nodeClaim.Name, err)
@@ -49,7 +48,7 @@ func (p *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 		return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("nodeclaim %s: %s", nodeClaim.Name, whyNoCandidate(its, reqs, nodeClaim.Spec.Resources.Requests)))
 	}
 	chosen := candidates[0]
-	node := buildNode(nodeClaim, reqs, chosen.instanceType, chosen.offering)
+	node := buildNode(nodeClaim, reqs, chosen.InstanceType, chosen.Offering)
 	if err := p.client.Create(ctx, node); err != nil {
 		if !apierrors.IsAlreadyExists(err) {
 			return nil, fmt.Errorf("creating node for nodeclaim %s: %w", nodeClaim.Name, err)
@@ -60,36 +59,10 @@ func (p *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 }
 
 // candidate is one instance type and offering a NodeClaim could launch as.
-type candidate struct {
-	instanceType *cloudprovider.InstanceType
-	offering     *cloudprovider.Offering
-}
-
-// launchCandidates lists the launchable choices, best first: capacity type priority, then price, then
-// type name and zone so that equal choices are decided the same way every time.
-func launchCandidates(its cloudprovider.InstanceTypes, reqs scheduling.Requirements, requests corev1.ResourceList) []candidate {
-	var out []candidate
-	for _, it := range its {
-		if it.Requirements.Intersects(reqs) != nil || scheduling.Fits(requests, it.Allocatable()) != nil {
-			continue
-		}
-		for _, o := range it.Offerings.Available().Compatible(reqs) {
-			out = append(out, candidate{instanceType: it, offering: o})
-		}
-	}
-	slices.SortFunc(out, func(a, b candidate) int {
-		return cmp.Or(
-			cmp.Compare(cloudprovider.CapacityTypePriority(a.offering.CapacityType()), cloudprovider.CapacityTypePriority(b.offering.CapacityType())),
-			cmp.Compare(a.offering.Price, b.offering.Price),
-			cmp.Compare(a.instanceType.Name, b.instanceType.Name),
-			cmp.Compare(a.offering.Zone(), b.offering.Zone()),
-		)
-	})
-	return out
-}
+type candidate = cloudprovider.Launch
 
 func hasReserved(cs []candidate) bool {
-	return slices.ContainsFunc(cs, func(c candidate) bool { return c.offering.ReservationID() != "" })
+	return slices.ContainsFunc(cs, func(c candidate) bool { return c.Offering.ReservationID() != "" })
 }
 
 // withoutExhaustedReservations drops reserved offerings whose reservation already has as many
@@ -106,8 +79,8 @@ func (p *CloudProvider) withoutExhaustedReservations(ctx context.Context, cs []c
 		}
 	}
 	return slices.DeleteFunc(cs, func(c candidate) bool {
-		id := c.offering.ReservationID()
-		return id != "" && used[id] >= c.offering.ReservationCapacity
+		id := c.Offering.ReservationID()
+		return id != "" && used[id] >= c.Offering.ReservationCapacity
 	}), nil
 }
 
@@ -123,7 +96,7 @@ func (p *CloudProvider) withoutRecordedUnavailable(ctx context.Context, cs []can
 	}
 	var exhausted []cloudprovider.OfferingKey
 	cs = slices.DeleteFunc(cs, func(c candidate) bool {
-		key := cloudprovider.OfferingKey{CapacityType: c.offering.CapacityType(), InstanceType: c.instanceType.Name, Zone: c.offering.Zone()}
+		key := cloudprovider.OfferingKey{CapacityType: c.Offering.CapacityType(), InstanceType: c.InstanceType.Name, Zone: c.Offering.Zone()}
 		if _, ok := recorded[key]; ok {
 			exhausted = append(exhausted, key)
 			return true

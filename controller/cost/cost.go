@@ -17,11 +17,6 @@ import (
 	"github.com/joinery-dev/joinery/scheduling"
 )
 
-// InstanceTypeSource lists what a NodePool may launch, with prices (the cloud provider).
-type InstanceTypeSource interface {
-	GetInstanceTypes(ctx context.Context, nodePool *karpv1.NodePool) ([]*cloudprovider.InstanceType, error)
-}
-
 // Line is the cost of a NodePool's NodeClaims of one capacity type in one zone.
 type Line struct {
 	NodePool     string  `json:"nodePool"`
@@ -53,15 +48,19 @@ type State struct {
 	Pods       []*corev1.Pod
 }
 
-// Pricer prices NodeClaims from the cloud provider's catalog, one NodePool's types at a time.
+// Pricer is joinery's one price book: what a running NodeClaim costs (the offering its labels
+// name) and what a launching one will cost (the offering the launch order picks), from the
+// cloud provider's catalog, listed once per NodePool and kept for the Pricer's life (one
+// decision, one export). Consolidation, Balanced, the savings gauge, the cost metrics and the
+// CLI all price with it.
 type Pricer struct {
-	source InstanceTypeSource
+	source cloudprovider.InstanceTypeLister
 	pools  map[string]*karpv1.NodePool
 	cache  map[string]cloudprovider.InstanceTypes
 }
 
 // NewPricer prices with source; nodePools are the NodePools NodeClaims name.
-func NewPricer(source InstanceTypeSource, nodePools []*karpv1.NodePool) *Pricer {
+func NewPricer(source cloudprovider.InstanceTypeLister, nodePools []*karpv1.NodePool) *Pricer {
 	p := &Pricer{source: source, pools: map[string]*karpv1.NodePool{}, cache: map[string]cloudprovider.InstanceTypes{}}
 	for _, np := range nodePools {
 		p.pools[np.Name] = np
@@ -69,10 +68,21 @@ func NewPricer(source InstanceTypeSource, nodePools []*karpv1.NodePool) *Pricer 
 	return p
 }
 
+// InstanceTypes are np's types, listed once.
+func (p *Pricer) InstanceTypes(ctx context.Context, np *karpv1.NodePool) (cloudprovider.InstanceTypes, error) {
+	if _, ok := p.pools[np.Name]; !ok {
+		p.pools[np.Name] = np
+	}
+	return p.instanceTypes(ctx, np.Name)
+}
+
 // instanceTypes are the NodePool's types; every type for a NodeClaim whose NodePool is gone.
 func (p *Pricer) instanceTypes(ctx context.Context, nodePool string) (cloudprovider.InstanceTypes, error) {
 	if its, ok := p.cache[nodePool]; ok {
 		return its, nil
+	}
+	if p.source == nil {
+		return nil, fmt.Errorf("no instance type source to price nodepool %s", nodePool)
 	}
 	its, err := p.source.GetInstanceTypes(ctx, p.pools[nodePool]) // nil: the whole catalog
 	if err != nil {
@@ -104,18 +114,25 @@ func (p *Pricer) Running(ctx context.Context, nc *karpv1.NodeClaim, node *corev1
 	return Offering{InstanceType: it.Name, Zone: o.Zone(), CapacityType: o.CapacityType(), Price: o.Price}, true, nil
 }
 
-// Launch is the offering a NodeClaim that has not launched would most likely launch with.
+// Launch is the offering a NodeClaim that has not launched would most likely launch with: the
+// first the providers' launch order picks (cloudprovider.InstanceTypes.Launches).
 func (p *Pricer) Launch(ctx context.Context, nc *karpv1.NodeClaim) (Offering, bool, error) {
 	its, err := p.instanceTypes(ctx, nc.Labels[karpv1.NodePoolLabelKey])
 	if err != nil {
 		return Offering{}, false, err
 	}
-	it, o := its.LaunchOffering(scheduling.FromNodeSelectorRequirementsWithMinValues(nc.Spec.Requirements...))
+	it, o := its.LaunchOffering(scheduling.FromNodeSelectorRequirementsWithMinValues(nc.Spec.Requirements...), nc.Spec.Resources.Requests)
 	if o == nil {
 		return Offering{}, false, nil
 	}
 	return Offering{InstanceType: it.Name, Zone: o.Zone(), CapacityType: o.CapacityType(), Price: o.Price}, true, nil
 }
+
+// Counts reports whether nc counts in its NodePool's cost: every NodeClaim that is not being
+// deleted, launched or launching. A NodePool's cost is the sum of Of over the NodeClaims that
+// count: the one definition joinery_nodepool_cost_per_hour, karpenter_nodepools_cost_total,
+// `joinery cost` and Balanced consolidation's NodePool cost share.
+func Counts(nc *karpv1.NodeClaim) bool { return nc.DeletionTimestamp == nil }
 
 // Of is the offering nc runs on, or, while it launches, the one it would launch with.
 func (p *Pricer) Of(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node) (Offering, bool, error) {
@@ -128,17 +145,10 @@ func (p *Pricer) Of(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node
 // Compute prices every NodeClaim that is not being deleted, by NodePool, capacity type and
 // zone, sorted.
 func Compute(ctx context.Context, pricer *Pricer, s State) ([]Line, error) {
-	nodes := map[string]*corev1.Node{}
-	byProviderID := map[string]*corev1.Node{}
-	for _, n := range s.Nodes {
-		nodes[n.Name] = n
-		if n.Spec.ProviderID != "" {
-			byProviderID[n.Spec.ProviderID] = n
-		}
-	}
+	nodes := scheduling.IndexNodes(s.Nodes)
 	requests := map[string]corev1.ResourceList{}
 	for _, p := range s.Pods {
-		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		if p.Spec.NodeName == "" || scheduling.PodFinished(p) {
 			continue
 		}
 		requests[p.Spec.NodeName] = scheduling.Merge(requests[p.Spec.NodeName], scheduling.PodRequests(p))
@@ -149,13 +159,10 @@ func Compute(ctx context.Context, pricer *Pricer, s State) ([]Line, error) {
 	}
 	lines := map[[3]string]*sums{}
 	for _, nc := range s.NodeClaims {
-		if nc.DeletionTimestamp != nil {
+		if !Counts(nc) {
 			continue
 		}
-		node := nodes[nc.Status.NodeName]
-		if node == nil && nc.Status.ProviderID != "" {
-			node = byProviderID[nc.Status.ProviderID]
-		}
+		node := nodes.NodeOf(nc)
 		o, ok, err := pricer.Of(ctx, nc, node)
 		if err != nil {
 			return nil, err

@@ -12,6 +12,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/cloudprovider"
 )
 
 // Name is the exporter's name in logs.
@@ -55,7 +56,7 @@ func init() {
 // Exporter recomputes the cost metrics every Interval. It is a manager Runnable.
 type Exporter struct {
 	Client        client.Reader
-	InstanceTypes InstanceTypeSource
+	InstanceTypes cloudprovider.InstanceTypeLister
 	Interval      time.Duration
 }
 

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/controller/cost"
 )
 
 // BalancedK is the k of consolidationPolicy Balanced (Karpenter's): a move is approved when
@@ -64,16 +65,34 @@ func scoringDisruptionCost(cand *Candidate) float64 {
 	return total
 }
 
-// poolTotals sums, once per decision, the cost and disruption cost of every node of the
-// NodePool that is not going away; nodes without a known price add no cost.
+// poolTotals sums, once per decision, the NodePool's cost per hour and the disruption cost
+// of its nodes that are not going away. The cost is the NodePool's cost as the cost metrics
+// define it (cost.Counts, cost.Pricer.Of: launching NodeClaims at the offering they would
+// launch with), so a score's savings fraction is over the joinery_nodepool_cost_per_hour the
+// user sees; NodeClaims the catalog cannot price add nothing.
 func (b *priceBook) poolTotals(ctx context.Context, c *Cluster, np *karpv1.NodePool) (poolTotals, error) {
 	if t, ok := b.totals[np.Name]; ok {
 		return t, nil
 	}
+	if _, err := b.pricer.InstanceTypes(ctx, np); err != nil {
+		return poolTotals{}, err
+	}
 	var t poolTotals
 	for _, nc := range c.NodeClaims {
+		if nc.Labels[karpv1.NodePoolLabelKey] != np.Name {
+			continue
+		}
 		node := c.NodeOf[nc.Name]
-		if node == nil || nc.Labels[karpv1.NodePoolLabelKey] != np.Name || nc.DeletionTimestamp != nil || node.DeletionTimestamp != nil {
+		if cost.Counts(nc) {
+			o, ok, err := b.pricer.Of(ctx, nc, node)
+			if err != nil {
+				return poolTotals{}, err
+			}
+			if ok {
+				t.cost += o.Price
+			}
+		}
+		if node == nil || nc.DeletionTimestamp != nil || node.DeletionTimestamp != nil {
 			continue
 		}
 		cand := &Candidate{NodeClaim: nc, Node: node, NodePool: np}
@@ -83,13 +102,6 @@ func (b *priceBook) poolTotals(ctx context.Context, c *Cluster, np *karpv1.NodeP
 			}
 		}
 		t.disruption += scoringDisruptionCost(cand)
-		p, err := b.nodePrice(ctx, cand)
-		if err != nil {
-			return poolTotals{}, err
-		}
-		if !math.IsInf(p, 1) {
-			t.cost += p
-		}
 	}
 	b.totals[np.Name] = t
 	return t, nil

@@ -11,12 +11,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
+	"github.com/joinery-dev/joinery/controller/cost"
 )
 
 func balanced(np *karpv1.NodePool) {
@@ -95,7 +97,7 @@ func TestBalancedScore(t *testing.T) {
 					cands = append(cands, c)
 				}
 			}
-			scores, err := newPriceBook(benchTypes(its)).score(context.Background(), cluster, cands, tt.replacement)
+			scores, err := newPriceBook(benchTypes(its), cluster).score(context.Background(), cluster, cands, tt.replacement)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -275,4 +277,45 @@ func (r *kindRecorder) Eventf(regarding, _ runtime.Object, _, reason, _, note st
 	kind := fmt.Sprintf("%T", regarding)
 	kind = kind[strings.LastIndex(kind, ".")+1:]
 	r.events = append(r.events, kind+" "+reason+" "+fmt.Sprintf(note, args...))
+}
+
+// TestBalancedNodePoolCostIsTheCostMetric: the NodePool cost a Balanced score divides by is
+// the cost joinery_nodepool_cost_per_hour shows (cost.Compute): launching NodeClaims count at
+// the offering they would launch with, deleting ones do not.
+func TestBalancedNodePoolCostIsTheCostMetric(t *testing.T) {
+	its := testCatalog(t, 0)
+	launching := &karpv1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "launching", Labels: map[string]string{karpv1.NodePoolLabelKey: "p"}},
+		Spec: karpv1.NodeClaimSpec{Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
+			{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"large"}},
+			{Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{karpv1.CapacityTypeOnDemand}},
+		}},
+	}
+	objs := slices.Concat(
+		[]client.Object{testNodePool("p", balanced), launching},
+		pair(testNode("a", "p", typed(its, "large", "on-demand"))),
+		pair(testNode("b", "p", typed(its, "large", "on-demand"))),
+		pair(testNode("gone", "p", typed(its, "large", "on-demand"), deleting)),
+	)
+	cluster, _ := loadCluster(t, objs...)
+	ctx := context.Background()
+	totals, err := newPriceBook(benchTypes(its), cluster).poolTotals(ctx, cluster, cluster.NodePools["p"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := cost.State{NodePools: []*karpv1.NodePool{cluster.NodePools["p"]}, NodeClaims: cluster.NodeClaims}
+	for _, n := range cluster.Nodes {
+		state.Nodes = append(state.Nodes, n)
+	}
+	lines, err := cost.Compute(ctx, cost.NewPricer(benchTypes(its), state.NodePools), state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	metric := cost.PerNodePool(state.NodePools, lines)["p"]
+	if want := 3 * 0.4; math.Abs(metric-want) > 1e-9 {
+		t.Fatalf("cost metric = %v, want %v (two nodes and the launching NodeClaim)", metric, want)
+	}
+	if math.Abs(totals.cost-metric) > 1e-9 {
+		t.Errorf("Balanced's NodePool cost = %v, cost metric = %v", totals.cost, metric)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/scheduling"
 	"github.com/joinery-dev/joinery/simulation/buffer"
 )
 
@@ -36,37 +37,15 @@ type Blocked struct {
 	Message string
 }
 
-// mirrorPodAnnotationKey marks a static pod's mirror: the kubelet owns it.
-const mirrorPodAnnotationKey = "kubernetes.io/config.mirror"
-
-// isTerminal reports whether pod has finished.
-func isTerminal(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
-}
-
-func isDaemonSetPod(p *corev1.Pod) bool {
-	for _, ref := range p.OwnerReferences {
-		if ref.Kind == "DaemonSet" && ref.Controller != nil && *ref.Controller {
-			return true
-		}
-	}
-	return false
-}
-
-func isMirror(p *corev1.Pod) bool {
-	_, ok := p.Annotations[mirrorPodAnnotationKey]
-	return ok
-}
-
 // IsReschedulable reports whether pod would have to run elsewhere if its node went away.
 func IsReschedulable(p *corev1.Pod) bool {
-	return !isTerminal(p) && p.DeletionTimestamp == nil && !isDaemonSetPod(p) && !isMirror(p)
+	return !scheduling.PodFinished(p) && p.DeletionTimestamp == nil && !scheduling.PodOwnedByDaemonSet(p) && !scheduling.PodIsMirror(p)
 }
 
 // isEvictable reports whether the termination controller's drain would evict pod, so its
 // do-not-disrupt annotation and PDBs matter.
 func isEvictable(p *corev1.Pod) bool {
-	return !isTerminal(p) && p.DeletionTimestamp == nil && !isMirror(p) && !buffer.IsVirtual(p)
+	return !scheduling.PodFinished(p) && p.DeletionTimestamp == nil && !scheduling.PodIsMirror(p) && !buffer.IsVirtual(p)
 }
 
 // doNotDisrupt reports whether obj carries karpenter.sh/do-not-disrupt: "true".

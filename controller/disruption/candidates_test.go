@@ -22,7 +22,7 @@ func TestCandidates(t *testing.T) {
 		{name: "plain node", reason: karpv1.DisruptionReasonEmpty, objs: objects(pair(testNode("a", "default"))), want: true},
 		{name: "pods to move exclude DaemonSet, finished and static pods", reason: karpv1.DisruptionReasonDrifted, objs: objects(pair(testNode("a", "default")),
 			testPod("web", "node-a"), testPod("ds", "node-a", daemon), testPod("done", "node-a", succeeded),
-			testPod("static", "node-a", func(p *corev1.Pod) { p.Annotations = map[string]string{mirrorPodAnnotationKey: "x"} })), want: true, pods: 1},
+			testPod("static", "node-a", func(p *corev1.Pod) { p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "x"} })), want: true, pods: 1},
 		{name: "standalone NodeClaim", reason: karpv1.DisruptionReasonEmpty, objs: objects(pair(testNode("a", "gone"))), want: false},
 		{name: "not initialized", reason: karpv1.DisruptionReasonEmpty, objs: objects(pair(testNode("a", "default", notInitialized))), want: false},
 		{name: "being deleted", reason: karpv1.DisruptionReasonEmpty, objs: objects(pair(testNode("a", "default", deleting))), want: false},

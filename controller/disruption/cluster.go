@@ -3,6 +3,7 @@ package disruption
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/scheduling"
 )
 
 // Cluster is one consistent read of what disruption decides on: every NodePool, NodeClaim,
@@ -86,19 +88,14 @@ func LoadCluster(ctx context.Context, r client.Reader) (*Cluster, error) {
 	return c, nil
 }
 
-// link maps NodeClaims to Nodes by status.nodeName, else by provider ID.
+// link maps NodeClaims to Nodes (scheduling.NodeIndex).
 func (c *Cluster) link() {
-	byProviderID := map[string]*corev1.Node{}
-	for _, n := range c.Nodes {
-		if n.Spec.ProviderID != "" {
-			byProviderID[n.Spec.ProviderID] = n
-		}
-	}
+	nodes := slices.Collect(maps.Values(c.Nodes))
+	slices.SortFunc(nodes, func(a, b *corev1.Node) int { return compareStrings(a.Name, b.Name) })
+	ix := scheduling.IndexNodes(nodes)
 	slices.SortFunc(c.NodeClaims, func(a, b *karpv1.NodeClaim) int { return compareStrings(a.Name, b.Name) })
 	for _, nc := range c.NodeClaims {
-		if n, ok := c.Nodes[nc.Status.NodeName]; ok && nc.Status.NodeName != "" {
-			c.NodeOf[nc.Name] = n
-		} else if n, ok := byProviderID[nc.Status.ProviderID]; ok && nc.Status.ProviderID != "" {
+		if n := ix.NodeOf(nc); n != nil {
 			c.NodeOf[nc.Name] = n
 		}
 	}

@@ -16,6 +16,7 @@ import (
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
+	"github.com/joinery-dev/joinery/controller/cost"
 	"github.com/joinery-dev/joinery/scheduling"
 	"github.com/joinery-dev/joinery/simulation/buffer"
 )
@@ -48,17 +49,11 @@ const (
 	msgSpotToSpotOff = "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
 )
 
-// InstanceTypeSource lists what a NodePool may launch, with offerings and prices (the cloud
-// provider).
-type InstanceTypeSource interface {
-	GetInstanceTypes(ctx context.Context, nodePool *karpv1.NodePool) ([]*cloudprovider.InstanceType, error)
-}
-
 // Consolidation holds what both consolidation methods share: the simulator, prices and the
 // SpotToSpotConsolidation gate.
 type Consolidation struct {
 	Simulator     Simulator
-	InstanceTypes InstanceTypeSource
+	InstanceTypes cloudprovider.InstanceTypeLister
 	// SpotToSpot is the SpotToSpotConsolidation feature gate.
 	SpotToSpot bool
 	// Timeout is the decision's time budget (0: the method's default).
@@ -137,7 +132,7 @@ func (m *MultiNodeConsolidation) ComputeCommand(ctx context.Context, c *Cluster,
 		}
 		prefixes[name] = append(prefixes[name], cand)
 	}
-	prices := newPriceBook(m.InstanceTypes)
+	prices := newPriceBook(m.InstanceTypes, c)
 	for _, name := range pools {
 		prefix := prefixes[name]
 		if len(prefix) < 2 {
@@ -202,7 +197,7 @@ func (s *SingleNodeConsolidation) ComputeCommand(ctx context.Context, c *Cluster
 	}
 	start := s.now()
 	deadline := start.Add(timeout)
-	prices := newPriceBook(s.InstanceTypes)
+	prices := newPriceBook(s.InstanceTypes, c)
 	var blocked []Blocked
 	for _, cand := range s.order(cands, start) {
 		if allowed[cand.NodePool.Name] <= 0 {
@@ -240,7 +235,7 @@ func (s *SingleNodeConsolidation) ComputeCommand(ctx context.Context, c *Cluster
 // the same candidates must still be consolidatable the same way (a delete must still be a
 // delete), with the replacement still cheaper.
 func (c *Consolidation) revalidate(ctx context.Context, cluster *Cluster, old *Command, fresh []*Candidate) (*Command, string, error) {
-	cmd, why, err := c.evaluate(ctx, cluster, newPriceBook(c.InstanceTypes), fresh, len(fresh) == 1)
+	cmd, why, err := c.evaluate(ctx, cluster, newPriceBook(c.InstanceTypes, cluster), fresh, len(fresh) == 1)
 	if err != nil || cmd == nil {
 		return nil, why, err
 	}
@@ -505,57 +500,34 @@ func podDisruptionCost(p *corev1.Pod) float64 {
 	return math.Max(-10, math.Min(10, cost))
 }
 
-// priceBook caches each NodePool's instance types, and Balanced's NodePool totals, for one
-// decision.
+// priceBook is one decision's prices: the price book every binary prices with (cost.Pricer,
+// which lists each NodePool's instance types once) and Balanced's NodePool totals.
 type priceBook struct {
-	src    InstanceTypeSource
-	cache  map[string][]*cloudprovider.InstanceType
+	pricer *cost.Pricer
 	totals map[string]poolTotals
 }
 
-func newPriceBook(src InstanceTypeSource) *priceBook {
-	return &priceBook{src: src, cache: map[string][]*cloudprovider.InstanceType{}, totals: map[string]poolTotals{}}
+func newPriceBook(src cloudprovider.InstanceTypeLister, c *Cluster) *priceBook {
+	pools := make([]*karpv1.NodePool, 0, len(c.NodePools))
+	for _, np := range c.NodePools {
+		pools = append(pools, np)
+	}
+	return &priceBook{pricer: cost.NewPricer(src, pools), totals: map[string]poolTotals{}}
 }
 
-func (b *priceBook) instanceTypes(ctx context.Context, np *karpv1.NodePool) ([]*cloudprovider.InstanceType, error) {
-	if its, ok := b.cache[np.Name]; ok {
-		return its, nil
-	}
-	if b.src == nil {
-		return nil, fmt.Errorf("no instance type source to price nodepool %s", np.Name)
-	}
-	its, err := b.src.GetInstanceTypes(ctx, np)
-	if err != nil {
-		return nil, fmt.Errorf("listing instance types of nodepool %s: %w", np.Name, err)
-	}
-	b.cache[np.Name] = its
-	return its, nil
+func (b *priceBook) instanceTypes(ctx context.Context, np *karpv1.NodePool) (cloudprovider.InstanceTypes, error) {
+	return b.pricer.InstanceTypes(ctx, np)
 }
 
-// nodePrice is what the candidate's node costs per hour: the price of its instance type's
-// offering in its zone and capacity type (and reservation, for reserved capacity), available
-// or not; +Inf when the type or offering is unknown.
+// nodePrice is what the candidate's node costs per hour (cost.Pricer.Running: the offering
+// its labels name, available or not); +Inf when the type or offering is unknown.
 func (b *priceBook) nodePrice(ctx context.Context, cand *Candidate) (float64, error) {
-	its, err := b.instanceTypes(ctx, cand.NodePool)
-	if err != nil {
+	if _, err := b.pricer.InstanceTypes(ctx, cand.NodePool); err != nil {
 		return 0, err
 	}
-	labels := cand.Node.Labels
-	name := labels[corev1.LabelInstanceTypeStable]
-	price := math.Inf(1)
-	for _, it := range its {
-		if it.Name != name {
-			continue
-		}
-		for _, o := range it.Offerings {
-			if o.Zone() != labels[corev1.LabelTopologyZone] || o.CapacityType() != labels[karpv1.CapacityTypeLabelKey] {
-				continue
-			}
-			if id := o.ReservationID(); id != "" && id != labels[cloudprovider.ReservationIDLabel] {
-				continue
-			}
-			price = math.Min(price, o.Price)
-		}
+	o, ok, err := b.pricer.Running(ctx, cand.NodeClaim, cand.Node)
+	if err != nil || !ok {
+		return math.Inf(1), err
 	}
-	return price, nil
+	return o.Price, nil
 }

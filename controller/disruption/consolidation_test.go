@@ -24,7 +24,6 @@ import (
 	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/cloudprovider/kwok/catalog"
 	"github.com/joinery-dev/joinery/simulation"
-	"github.com/joinery-dev/joinery/simulation/solver"
 )
 
 // testCatalog: small (2 cpu), medium (4 cpu), large (8 cpu) in test-zone-a, on-demand at
@@ -64,7 +63,7 @@ func newSolverSimulator(t testing.TB, its cloudprovider.InstanceTypes, kube ...r
 
 // newTestSimulation is NewSimulation, as the controller builds it, over src with the default
 // profile and policies; kube are the objects its Filters read through informers.
-func newTestSimulation(t testing.TB, src solver.InstanceTypeSource, kube ...runtime.Object) *SolverSimulator {
+func newTestSimulation(t testing.TB, src cloudprovider.InstanceTypeLister, kube ...runtime.Object) *SolverSimulator {
 	t.Helper()
 	profile, err := simulation.DefaultProfile()
 	if err != nil {

@@ -1,8 +1,9 @@
 // Package disruption is the disruption controller: one loop that runs the automated graceful
-// methods in order (Drift, then Emptiness; consolidation's methods come after them), each
-// returning a command — candidates and the replacements they need — that the budgets allow
-// and the simulation accepts; the command is validated again after a short delay and executed
-// through one orchestration queue (Queue), and the loop starts again from the first method.
+// methods in order (GracefulMethods: Drift, Emptiness, multi-node and then single-node
+// consolidation), each returning a command — candidates and the replacements they need — that
+// the budgets allow and the simulation accepts; the command is validated again after a short
+// delay and executed through one orchestration queue (Queue), and the loop starts again from
+// the first method.
 //
 // Forceful methods live beside it: expiration (subpackage expiration) and node repair
 // (subpackage repair); the conditions they and the methods read (lastPodEventTime,
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/controller/cost"
 )
 
@@ -62,7 +64,7 @@ type Options struct {
 	Volatile VolatileVerifier
 	// InstanceTypes, when set, prices each pass's command for the savings gauge
 	// (joinery_nodepool_consolidation_savings_per_hour).
-	InstanceTypes cost.InstanceTypeSource
+	InstanceTypes cloudprovider.InstanceTypeLister
 }
 
 func (o *Options) defaults() {

@@ -110,7 +110,7 @@ func applyCommand(tb testing.TB, c *Cluster, cmd *Command, its cloudprovider.Ins
 // clusterCost is what the cluster's nodes cost per hour.
 func clusterCost(ctx context.Context, tb testing.TB, c *Cluster, its cloudprovider.InstanceTypes) float64 {
 	tb.Helper()
-	prices := newPriceBook(benchTypes(its))
+	prices := newPriceBook(benchTypes(its), c)
 	total := 0.0
 	for _, nc := range c.NodeClaims {
 		node := c.NodeOf[nc.Name]

@@ -11,6 +11,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
+	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/simulation"
 	"github.com/joinery-dev/joinery/simulation/solver"
 )
@@ -22,7 +23,7 @@ type SimulationOptions struct {
 	Profile   *config.KubeSchedulerProfile
 	OutOfTree frameworkruntime.Registry
 	// InstanceTypes is the cloud provider.
-	InstanceTypes solver.InstanceTypeSource
+	InstanceTypes cloudprovider.InstanceTypeLister
 	// Client and InformerFactory back the simulation's framework; start the factory (and
 	// wait for its caches) before simulating.
 	Client          kubernetes.Interface

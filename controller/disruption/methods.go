@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/simulation/solver"
 )
 
@@ -50,7 +51,7 @@ type Drift struct {
 	Simulator Simulator
 	// InstanceTypes is the catalog static replacements are built from; nil blocks the drift
 	// of static NodePools' nodes.
-	InstanceTypes InstanceTypeSource
+	InstanceTypes cloudprovider.InstanceTypeLister
 	// Solver carries the provisioner's MinValuesPolicy and MaxInstanceTypes for static
 	// replacements.
 	Solver solver.Options

@@ -15,7 +15,6 @@ import (
 	kwokv1alpha1 "github.com/joinery-dev/joinery/apis/kwok/v1alpha1"
 	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/cloudprovider/kwok"
-	"github.com/joinery-dev/joinery/simulation/solver"
 )
 
 // TestConsolidationUsesOverlayPrices: consolidation prices the candidate and its replacement
@@ -88,7 +87,7 @@ func TestConsolidationUsesOverlayPrices(t *testing.T) {
 }
 
 // newProviderSimulator is the real solver over a cloud provider's instance types.
-func newProviderSimulator(t testing.TB, src solver.InstanceTypeSource) *SolverSimulator {
+func newProviderSimulator(t testing.TB, src cloudprovider.InstanceTypeLister) *SolverSimulator {
 	t.Helper()
 	return newTestSimulation(t, src)
 }

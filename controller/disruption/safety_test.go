@@ -180,7 +180,7 @@ func TestMultiNodeConsolidationPerNodePool(t *testing.T) {
 	if global[0].NodePool.Name == global[1].NodePool.Name {
 		t.Fatalf("disruption order %v does not interleave the pools", names(global))
 	}
-	best, _, err := m.searchPrefix(context.Background(), cluster, newPriceBook(m.InstanceTypes), global, epoch.Add(DefaultMultiNodeTimeout))
+	best, _, err := m.searchPrefix(context.Background(), cluster, newPriceBook(m.InstanceTypes, cluster), global, epoch.Add(DefaultMultiNodeTimeout))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
+	"github.com/joinery-dev/joinery/scheduling"
 	"github.com/joinery-dev/joinery/simulation"
 	"github.com/joinery-dev/joinery/simulation/solver"
 )
@@ -353,7 +354,7 @@ func (v *View) set(c *Cluster, cands []*Candidate) []*corev1.Pod {
 	v.pods = append(v.pods, batch...)
 	for _, p := range c.Pods {
 		switch {
-		case isTerminal(p) || p.DeletionTimestamp != nil:
+		case scheduling.PodFinished(p) || p.DeletionTimestamp != nil:
 		case p.Spec.NodeName == "":
 			v.pods = append(v.pods, p)
 			batch = append(batch, p)

@@ -73,26 +73,17 @@ type nodeUsage struct {
 
 // addPod counts pod on its node's usage; finished pods hold nothing.
 func (u *nodeUsage) addPod(pod *corev1.Pod) {
-	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+	if scheduling.PodFinished(pod) {
 		return
 	}
 	requests := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 	limits := resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{})
 	u.requests = scheduling.Merge(u.requests, requests)
 	u.limits = scheduling.Merge(u.limits, limits)
-	if ownedByDaemonSet(pod) {
+	if scheduling.PodOwnedByDaemonSet(pod) {
 		u.daemonRequests = scheduling.Merge(u.daemonRequests, requests)
 		u.daemonLimits = scheduling.Merge(u.daemonLimits, limits)
 	}
-}
-
-func ownedByDaemonSet(pod *corev1.Pod) bool {
-	for _, ref := range pod.OwnerReferences {
-		if ref.Kind == "DaemonSet" && ref.Controller != nil && *ref.Controller {
-			return true
-		}
-	}
-	return false
 }
 
 // recordNodes sets the per-node gauges of the nodes joinery manages (those of a NodePool)

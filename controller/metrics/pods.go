@@ -16,6 +16,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/scheduling"
 )
 
 // PodControllerName names the pod metrics controller in logs.
@@ -124,7 +125,7 @@ func (c *PodController) record(pod *corev1.Pod, node *corev1.Node) bool {
 	waiting := false
 	scheduled := podCondition(pod, corev1.PodScheduled)
 	switch {
-	case terminal(pod):
+	case scheduling.PodFinished(pod):
 		podUnboundTime.Delete(series)
 		delete(c.unbound, key)
 	case scheduled == nil || scheduled.Status != corev1.ConditionTrue:
@@ -138,7 +139,7 @@ func (c *PodController) record(pod *corev1.Pod, node *corev1.Node) bool {
 	}
 	ready := podCondition(pod, corev1.PodReady)
 	switch {
-	case terminal(pod):
+	case scheduling.PodFinished(pod):
 		podUnstartedTime.Delete(series)
 		delete(c.unstarted, key)
 	case ready == nil || ready.Status != corev1.ConditionTrue:
@@ -197,10 +198,6 @@ func podCondition(pod *corev1.Pod, t corev1.PodConditionType) *corev1.PodConditi
 		}
 	}
 	return nil
-}
-
-func terminal(pod *corev1.Pod) bool {
-	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 }
 
 func equalLabels(a, b prometheus.Labels) bool {

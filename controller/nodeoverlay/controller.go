@@ -41,15 +41,10 @@ const Resync = 5 * time.Minute
 // key is the one request: every overlay's status depends on every overlay and NodePool.
 var key = types.NamespacedName{Name: "nodeoverlays"}
 
-// InstanceTypeSource is the cloud provider's listing, which applies Overlays.
-type InstanceTypeSource interface {
-	GetInstanceTypes(ctx context.Context, nodePool *karpv1.NodePool) ([]*cloudprovider.InstanceType, error)
-}
-
 // Controller writes NodeOverlays' Ready condition.
 type Controller struct {
 	client   client.Client
-	provider InstanceTypeSource
+	provider cloudprovider.InstanceTypeLister
 	overlays *cloudprovider.NodeOverlays
 	recorder events.EventRecorder
 	clock    clock.PassiveClock
@@ -57,7 +52,7 @@ type Controller struct {
 
 // New returns the controller. overlays must be the set provider applies; clk nil means the
 // real clock.
-func New(c client.Client, provider InstanceTypeSource, overlays *cloudprovider.NodeOverlays, recorder events.EventRecorder, clk clock.PassiveClock) *Controller {
+func New(c client.Client, provider cloudprovider.InstanceTypeLister, overlays *cloudprovider.NodeOverlays, recorder events.EventRecorder, clk clock.PassiveClock) *Controller {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}

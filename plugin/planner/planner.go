@@ -32,7 +32,7 @@ const DefaultUnavailableOfferingsNamespace = "kube-system"
 // InstanceTypesFunc builds the cloud provider's instance-type source over the plugin's client
 // (providers read their node classes through it), with overlay applied to its instance types
 // (nil: the NodeOverlay gate is off).
-type InstanceTypesFunc func(c client.Client, overlay cloudprovider.Overlay) (solver.InstanceTypeSource, error)
+type InstanceTypesFunc func(c client.Client, overlay cloudprovider.Overlay) (cloudprovider.InstanceTypeLister, error)
 
 // Config says how planners are built. Its New is the plugin's planner factory
 // (plugin.Options.NewPlanner).

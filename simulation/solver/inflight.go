@@ -90,27 +90,22 @@ func (r *run) addLandedPlans(landed []*karpv1.NodeClaim, nodes []*corev1.Node, p
 	if len(landed) == 0 {
 		return nil
 	}
-	byName, byProviderID := map[string]bool{}, map[string]string{}
+	live := make([]*corev1.Node, 0, len(nodes))
 	for _, n := range nodes {
-		if n.DeletionTimestamp != nil {
-			continue
-		}
-		byName[n.Name] = true
-		if n.Spec.ProviderID != "" {
-			byProviderID[n.Spec.ProviderID] = n.Name
+		if n.DeletionTimestamp == nil {
+			live = append(live, n)
 		}
 	}
+	ix := scheduling.IndexNodes(live)
 	for _, nc := range landed {
-		node := nc.Status.NodeName
-		if node == "" || !byName[node] {
-			node = byProviderID[nc.Status.ProviderID]
+		n := ix.NodeOf(nc)
+		if n == nil {
+			n = ix.Node(nc.Name) // a node named after its NodeClaim (kwok's) before the status says so
 		}
-		if node == "" && byName[nc.Name] {
-			node = nc.Name
-		}
-		if node == "" {
+		if n == nil {
 			continue
 		}
+		node := n.Name
 		for _, uid := range simulation.PlannedPods(nc) {
 			pod, ok := pending[uid]
 			if !ok || r.batch.Has(uid) || placed.Has(uid) {

@@ -111,11 +111,6 @@ func (s *StaticState) DaemonSets(context.Context) ([]*appsv1.DaemonSet, error) {
 	return s.DaemonSetList, nil
 }
 
-// InstanceTypeSource returns the instance types a NodePool may launch; a CloudProvider is one.
-type InstanceTypeSource interface {
-	GetInstanceTypes(ctx context.Context, nodePool *karpv1.NodePool) ([]*cloudprovider.InstanceType, error)
-}
-
 // UnavailableFunc reports an offering known not to launch (for example after an
 // insufficient-capacity error); the solver skips it.
 type UnavailableFunc func(capacityType, instanceType, zone string) bool
@@ -123,7 +118,7 @@ type UnavailableFunc func(capacityType, instanceType, zone string) bool
 // Options build a Solver.
 type Options struct {
 	State         ClusterState
-	InstanceTypes InstanceTypeSource
+	InstanceTypes cloudprovider.InstanceTypeLister
 	// Profile is the scheduler profile whose Filters decide fits; OutOfTree the plugins
 	// compiled into the binary; Framework the client and informers the plugins need.
 	Profile   *config.KubeSchedulerProfile

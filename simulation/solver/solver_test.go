@@ -480,7 +480,7 @@ func TestPlan(t *testing.T) {
 	}, {
 		name:    "the EBS CSI zone key of a bound volume stands for the zone",
 		state:   &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default", threeZones())}},
-		objects: boundVolume("pv-data", "data", simulation.EBSZoneLabelKey, "test-zone-a"),
+		objects: boundVolume("pv-data", "data", "topology.ebs.csi.aws.com/zone", "test-zone-a"),
 		batch:   pods(1, "db", "1", "1Gi", mountingClaim("data")),
 		check: func(t *testing.T, plan *simulation.Plan) {
 			wantClaims(t, plan, 1)

@@ -30,6 +30,9 @@ const (
 	LabelCapacityReservationID                = Group + "/capacity-reservation-id"
 	LabelCapacityReservationType              = Group + "/capacity-reservation-type"
 	LabelTopologyZoneID                       = "topology.k8s.aws/zone-id"
+	// LabelEBSCSIZone is the zone key the EBS CSI driver registers on its nodes; the volumes it
+	// provisions carry it in their node affinity. It stands for topology.kubernetes.io/zone.
+	LabelEBSCSIZone = "topology.ebs.csi.aws.com/zone"
 )
 
 // InstanceTypeLabels are the well-known labels whose values an instance type decides (its shape,

@@ -9,10 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/joinery-dev/joinery/apis/karpenter/v1alpha1"
+	"github.com/joinery-dev/joinery/app/internal/providers"
 	"github.com/joinery-dev/joinery/cli/snapshot"
 	"github.com/joinery-dev/joinery/cli/whatif"
 	"github.com/joinery-dev/joinery/cloudprovider"
@@ -71,7 +71,7 @@ func (f *clusterFlags) capture(ctx context.Context) (*snapshot.Snapshot, error) 
 // instanceTypes builds the provider's catalog as the binaries do: with the NodeOverlay gate on
 // (FEATURE_GATES, as for joinery-controller), through the cluster's NodeOverlays, and without
 // reserved offerings when ReservedCapacity is off.
-func (f *clusterFlags) instanceTypes(ctx context.Context, c client.Client) (snapshot.InstanceTypeSource, error) {
+func (f *clusterFlags) instanceTypes(ctx context.Context, c client.Client) (cloudprovider.InstanceTypeLister, error) {
 	overlay, err := clusterOverlays(ctx, c)
 	if err != nil {
 		return nil, err
@@ -80,25 +80,11 @@ func (f *clusterFlags) instanceTypes(ctx context.Context, c client.Client) (snap
 	if err != nil {
 		return nil, err
 	}
-	noReserved := !gates.Enabled(featuregates.ReservedCapacity)
-	switch f.cloudProvider {
-	case kwok.Name:
-		p, err := kwok.New(c, kwok.Options{Overlay: overlay, DisableReservedCapacity: noReserved})
-		if err != nil {
-			return nil, fmt.Errorf("building the kwok cloud provider: %w", err)
-		}
-		return p, nil
-	case aws.Name:
-		settings := f.aws
-		settings.DisableReservedCapacity = noReserved
-		newSource, err := aws.NewInstanceTypeSource(ctx, settings, klog.Background().WithName("aws"))
-		if err != nil {
-			return nil, err
-		}
-		return newSource(c, overlay), nil
-	default:
-		return nil, fmt.Errorf("unknown --cloud-provider %q (known: %s, %s)", f.cloudProvider, kwok.Name, aws.Name)
+	newCatalog, err := providers.Catalog(ctx, f.cloudProvider, f.aws, !gates.Enabled(featuregates.ReservedCapacity))
+	if err != nil {
+		return nil, err
 	}
+	return newCatalog(c, overlay)
 }
 
 // clusterOverlays returns the cluster's NodeOverlays when the NodeOverlay gate is on, else nil

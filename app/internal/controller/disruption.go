@@ -15,7 +15,6 @@ import (
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
-	"github.com/joinery-dev/joinery/cloudprovider/aws"
 	"github.com/joinery-dev/joinery/controller/disruption"
 	"github.com/joinery-dev/joinery/controller/disruption/expiration"
 	"github.com/joinery-dev/joinery/controller/disruption/podevents"
@@ -24,7 +23,6 @@ import (
 	"github.com/joinery-dev/joinery/controller/state"
 	"github.com/joinery-dev/joinery/internal/featuregates"
 	"github.com/joinery-dev/joinery/plugin"
-	"github.com/joinery-dev/joinery/simulation/solver"
 )
 
 // disruptionOptions are the disruption controllers' flags.
@@ -95,7 +93,7 @@ func (s *disruptionSimulation) build(cp cloudprovider.CloudProvider) error {
 // preplanner is the Preplanner over the simulation (aws.Options.Preplanner). It does not
 // build the simulation over the provider it is handed, which is not instrumented yet: it
 // forwards to the simulation setupDisruption builds before the manager starts.
-func (s *disruptionSimulation) preplanner(cloudprovider.CloudProvider) (aws.Preplanner, error) {
+func (s *disruptionSimulation) preplanner(cloudprovider.CloudProvider) (cloudprovider.Preplanner, error) {
 	return deferredPreplanner{s}, nil
 }
 
@@ -165,7 +163,7 @@ func (o disruptionOptions) loadEngine() (plugin.Engine, error) {
 
 // simulationOptions are the options of the controller's disruption simulation over cp: the
 // loaded engine's profile and policies, the binary's plugins.
-func (o disruptionOptions) simulationOptions(cp solver.InstanceTypeSource, client kubernetes.Interface, factory informers.SharedInformerFactory, offerings disruption.UnavailableSource) disruption.SimulationOptions {
+func (o disruptionOptions) simulationOptions(cp cloudprovider.InstanceTypeLister, client kubernetes.Interface, factory informers.SharedInformerFactory, offerings disruption.UnavailableSource) disruption.SimulationOptions {
 	return disruption.SimulationOptions{
 		Profile:         o.engine.Profile,
 		OutOfTree:       o.outOfTree,

@@ -25,6 +25,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/joinery-dev/joinery/apis"
+	"github.com/joinery-dev/joinery/app/internal/providers"
 	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/cloudprovider/aws"
 	"github.com/joinery-dev/joinery/cloudprovider/kwok"
@@ -288,38 +289,38 @@ func newCloudProvider(ctx context.Context, opts options, mgr ctrl.Manager, names
 	if opts.interruptionQueue != "" && opts.cloudProvider != aws.Name {
 		return nil, errors.New("--interruption-queue needs --cloud-provider=aws")
 	}
-	switch opts.cloudProvider {
-	case kwok.Name:
-		cp, err := kwok.New(mgr.GetClient(), kwok.Options{
-			Overlay:                 overlay,
-			DisableReservedCapacity: !opts.featureGates.Enabled(featuregates.ReservedCapacity),
-			// Offerings recorded exhausted do not launch, as on a real cloud.
-			Unavailable: state.NewUnavailableOfferings(mgr.GetClient(), mgr.GetAPIReader(), namespace, clock.RealClock{}),
-		})
-		if err != nil {
-			return nil, fmt.Errorf("creating the kwok cloud provider: %w", err)
-		}
-		return cp, nil
-	case aws.Name:
-		settings := opts.aws
-		settings.DisableReservedCapacity = !opts.featureGates.Enabled(featuregates.ReservedCapacity)
-		cp, err := aws.New(ctx, mgr, aws.Options{
-			Settings:          settings,
-			Namespace:         namespace,
-			InterruptionQueue: opts.interruptionQueue,
-			// The same record the NodeClaim lifecycle controller writes and the scheduler plugin reads.
-			Unavailable: state.NewUnavailableOfferings(mgr.GetClient(), mgr.GetAPIReader(), namespace, clock.RealClock{}),
-			Recorder:    mgr.GetEventRecorder(nodeclaim.EventSource),
-			Preplanner:  sim.preplanner,
-			Overlay:     overlay,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("creating the aws cloud provider: %w", err)
-		}
-		return cp, nil
-	default:
-		return nil, fmt.Errorf("unknown --cloud-provider %q (known: %s, %s)", opts.cloudProvider, kwok.Name, aws.Name)
-	}
+	return providers.Choose(opts.cloudProvider, providers.Builders[cloudprovider.CloudProvider]{
+		Kwok: func() (cloudprovider.CloudProvider, error) {
+			cp, err := kwok.New(mgr.GetClient(), kwok.Options{
+				Overlay:                 overlay,
+				DisableReservedCapacity: !opts.featureGates.Enabled(featuregates.ReservedCapacity),
+				// Offerings recorded exhausted do not launch, as on a real cloud.
+				Unavailable: state.NewUnavailableOfferings(mgr.GetClient(), mgr.GetAPIReader(), namespace, clock.RealClock{}),
+			})
+			if err != nil {
+				return nil, fmt.Errorf("creating the kwok cloud provider: %w", err)
+			}
+			return cp, nil
+		},
+		AWS: func() (cloudprovider.CloudProvider, error) {
+			settings := opts.aws
+			settings.DisableReservedCapacity = !opts.featureGates.Enabled(featuregates.ReservedCapacity)
+			cp, err := aws.New(ctx, mgr, aws.Options{
+				Settings:          settings,
+				Namespace:         namespace,
+				InterruptionQueue: opts.interruptionQueue,
+				// The same record the NodeClaim lifecycle controller writes and the scheduler plugin reads.
+				Unavailable: state.NewUnavailableOfferings(mgr.GetClient(), mgr.GetAPIReader(), namespace, clock.RealClock{}),
+				Recorder:    mgr.GetEventRecorder(nodeclaim.EventSource),
+				Preplanner:  sim.preplanner,
+				Overlay:     overlay,
+			})
+			if err != nil {
+				return nil, fmt.Errorf("creating the aws cloud provider: %w", err)
+			}
+			return cp, nil
+		},
+	})
 }
 
 // metricsOptions serves plain HTTP, for a bind address only the host reaches (the local

@@ -3,16 +3,11 @@ package scheduler
 import (
 	"context"
 	"flag"
-	"fmt"
 
-	"k8s.io/klog/v2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/joinery-dev/joinery/cloudprovider"
+	"github.com/joinery-dev/joinery/app/internal/providers"
 	"github.com/joinery-dev/joinery/cloudprovider/aws"
 	"github.com/joinery-dev/joinery/cloudprovider/kwok"
 	"github.com/joinery-dev/joinery/plugin/planner"
-	"github.com/joinery-dev/joinery/simulation/solver"
 )
 
 // providerFlags choose the cloud provider whose instance types the solver plans with.
@@ -28,35 +23,10 @@ func (p *providerFlags) bind(fs *flag.FlagSet) {
 	p.aws.BindFlags(fs)
 }
 
-// instanceTypes returns the planner's instance-type source for the chosen provider. The AWS
-// one loads instance types and prices in the background until ctx ends.
+// instanceTypes returns the planner's instance-type source for the chosen provider
+// (providers.Catalog, which the CLI uses too). The AWS one loads instance types and prices in
+// the background until ctx ends.
 func (p *providerFlags) instanceTypes(ctx context.Context) (planner.InstanceTypesFunc, error) {
-	switch p.cloudProvider {
-	case kwok.Name:
-		return p.kwokInstanceTypes, nil
-	case aws.Name:
-		p.aws.DisableReservedCapacity = p.disableReservedCapacity
-		return p.awsInstanceTypes(ctx)
-	default:
-		return nil, fmt.Errorf("unknown --cloud-provider %q (known: %s, %s)", p.cloudProvider, kwok.Name, aws.Name)
-	}
-}
-
-func (p *providerFlags) kwokInstanceTypes(c client.Client, overlay cloudprovider.Overlay) (solver.InstanceTypeSource, error) {
-	provider, err := kwok.New(c, kwok.Options{Overlay: overlay, DisableReservedCapacity: p.disableReservedCapacity})
-	if err != nil {
-		return nil, fmt.Errorf("building the kwok cloud provider: %w", err)
-	}
-	return provider, nil
-}
-
-// awsInstanceTypes plans with the AWS provider's instance types (aws.NewInstanceTypeSource).
-func (p *providerFlags) awsInstanceTypes(ctx context.Context) (planner.InstanceTypesFunc, error) {
-	newProvider, err := aws.NewInstanceTypeSource(ctx, p.aws, klog.Background().WithName("aws"))
-	if err != nil {
-		return nil, err
-	}
-	return func(c client.Client, overlay cloudprovider.Overlay) (solver.InstanceTypeSource, error) {
-		return newProvider(c, overlay), nil
-	}, nil
+	newCatalog, err := providers.Catalog(ctx, p.cloudProvider, p.aws, p.disableReservedCapacity)
+	return planner.InstanceTypesFunc(newCatalog), err
 }

@@ -172,7 +172,7 @@ func TestReservedOfferings(t *testing.T) {
 	if want := onDemand.Price / 1e7; math.Abs(open.Price-want) > want*1e-9 {
 		t.Errorf("reserved price %v, want on-demand %v / 10^7 = %v", open.Price, onDemand.Price, want)
 	}
-	if preferred := m5.Offerings.Available().Preferred(); preferred != open {
+	if _, preferred := (cloudprovider.InstanceTypes{m5}).LaunchOffering(scheduling.NewRequirements(), nil); preferred != open {
 		t.Errorf("preferred offering = %+v, want the reservation", preferred)
 	}
 	if full := offering(m5, karpv1.CapacityTypeReserved, "us-west-2b"); full == nil || full.Available {

@@ -1,6 +1,8 @@
 package instancetype
 
 import (
+	corev1 "k8s.io/api/core/v1"
+
 	awsv1 "github.com/joinery-dev/joinery/apis/aws/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/scheduling"
@@ -13,4 +15,7 @@ import (
 func init() {
 	scheduling.RegisterWellKnownLabels(awsv1.WellKnownLabels...)
 	cloudprovider.RegisterReservationIDLabel(awsv1.LabelCapacityReservationID)
+	// Volumes the EBS CSI driver provisions select its zone key; on EC2's nodes (and kwok's,
+	// which imitate them) it is the zone.
+	scheduling.RegisterLabelAlias(awsv1.LabelEBSCSIZone, corev1.LabelTopologyZone)
 }

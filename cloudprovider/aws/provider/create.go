@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -85,37 +84,32 @@ func (p *Provider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*ka
 	return out, nil
 }
 
-// candidates lists the offerings nodeClaim may launch as, best first: capacity type priority,
-// then price, then type and zone so that equal choices are decided the same way every time.
+// candidates lists the offerings nodeClaim may launch as, best first: the launch order
+// (cloudprovider.CompareLaunches, which the cost prediction assumes too) of those with an
+// image, a subnet and a capacity type EC2 has not recently refused.
 func (p *Provider) candidates(class *awsv1.EC2NodeClass, its cloudprovider.InstanceTypes, reqs scheduling.Requirements, requests corev1.ResourceList) []candidate {
 	var out []candidate
-	for _, it := range its {
-		if it.Requirements.Intersects(reqs) != nil || scheduling.Fits(requests, it.Allocatable()) != nil {
+	amis := map[*cloudprovider.InstanceType]*awsv1.AMI{} // nil: the type has none
+	for _, l := range its.Launches(reqs, requests) {
+		if p.unavailable.capacityTypeBlocked(l.Offering.CapacityType()) {
 			continue
 		}
-		ami, ok := amiFor(class, it)
-		if !ok {
+		ami, seen := amis[l.InstanceType]
+		if !seen {
+			if found, ok := amiFor(class, l.InstanceType); ok {
+				ami = &found
+			}
+			amis[l.InstanceType] = ami
+		}
+		if ami == nil {
 			continue
 		}
-		for _, o := range it.Offerings.Available().Compatible(reqs) {
-			if p.unavailable.capacityTypeBlocked(o.CapacityType()) {
-				continue
-			}
-			subnet := p.subnetFor(class, o.Zone())
-			if subnet == "" {
-				continue
-			}
-			out = append(out, candidate{it: it, offering: o, subnetID: subnet, ami: ami})
+		subnet := p.subnetFor(class, l.Offering.Zone())
+		if subnet == "" {
+			continue
 		}
+		out = append(out, candidate{it: l.InstanceType, offering: l.Offering, subnetID: subnet, ami: *ami})
 	}
-	slices.SortFunc(out, func(a, b candidate) int {
-		return cmp.Or(
-			cmp.Compare(cloudprovider.CapacityTypePriority(a.offering.CapacityType()), cloudprovider.CapacityTypePriority(b.offering.CapacityType())),
-			cmp.Compare(a.offering.Price, b.offering.Price),
-			cmp.Compare(a.it.Name, b.it.Name),
-			cmp.Compare(a.offering.Zone(), b.offering.Zone()),
-		)
-	})
 	return out
 }
 

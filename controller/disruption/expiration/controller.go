@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/controller/disruption"
 )
 
@@ -33,18 +34,12 @@ type Controller struct {
 	client   client.Client
 	recorder events.EventRecorder
 	clock    clock.PassiveClock
-	preplan  Preplanner
-}
-
-// Preplanner launches capacity for a NodeClaim's pods before it is deleted
-// (disruption.Preplanner).
-type Preplanner interface {
-	Preplan(ctx context.Context, method string, nc *karpv1.NodeClaim) ([]string, error)
+	preplan  cloudprovider.Preplanner
 }
 
 // New returns the controller; clk is the real clock when nil. preplan, when not nil, launches
 // replacement capacity for an expired NodeClaim's pods as it is deleted.
-func New(c client.Client, recorder events.EventRecorder, clk clock.PassiveClock, preplan Preplanner) *Controller {
+func New(c client.Client, recorder events.EventRecorder, clk clock.PassiveClock, preplan cloudprovider.Preplanner) *Controller {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}

@@ -39,7 +39,7 @@ type Options struct {
 	// demonstrations only; the providers' policies are the documented ones.
 	Toleration time.Duration
 	// Preplan, when not nil, launches capacity for the pods before the NodeClaim goes.
-	Preplan Preplanner
+	Preplan cloudprovider.Preplanner
 }
 
 // Controller repairs unhealthy nodes.
@@ -48,13 +48,7 @@ type Controller struct {
 	policies []cloudprovider.RepairPolicy
 	recorder events.EventRecorder
 	clock    clock.PassiveClock
-	preplan  Preplanner
-}
-
-// Preplanner launches capacity for a NodeClaim's pods before it is deleted
-// (disruption.Preplanner).
-type Preplanner interface {
-	Preplan(ctx context.Context, method string, nc *karpv1.NodeClaim) ([]string, error)
+	preplan  cloudprovider.Preplanner
 }
 
 // New returns the controller over the provider's policies. opts.Preplan, when not nil,

@@ -5,11 +5,8 @@ import (
 	"k8s.io/klog/v2"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/scheduling"
 )
-
-// mirrorPodAnnotationKey marks the API server's mirror of a static pod: the kubelet owns it and
-// recreates it, so evicting it achieves nothing.
-const mirrorPodAnnotationKey = "kubernetes.io/config.mirror"
 
 // defaultPodTerminationGracePeriod is the API server's default for
 // spec.terminationGracePeriodSeconds.
@@ -20,10 +17,7 @@ var disruptedTaint = corev1.Taint{Key: karpv1.DisruptedTaintKey, Effect: corev1.
 // drainIgnores reports whether drain neither evicts nor waits for pod: it has finished, is a
 // static pod's mirror, or would be scheduled back onto the draining node anyway.
 func drainIgnores(pod *corev1.Pod) bool {
-	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-		return true
-	}
-	if _, ok := pod.Annotations[mirrorPodAnnotationKey]; ok {
+	if scheduling.PodFinished(pod) || scheduling.PodIsMirror(pod) {
 		return true
 	}
 	for i := range pod.Spec.Tolerations {
@@ -47,12 +41,7 @@ func evictedLast(pod *corev1.Pod) bool {
 	case "system-cluster-critical", "system-node-critical":
 		return true
 	}
-	for _, ref := range pod.OwnerReferences {
-		if ref.Kind == "DaemonSet" && ref.Controller != nil && *ref.Controller {
-			return true
-		}
-	}
-	return false
+	return scheduling.PodOwnedByDaemonSet(pod)
 }
 
 // podTerminationGracePeriodSeconds is how long pod asked to be given to stop.

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/scheduling"
 )
 
 // VolumeAttachmentNodeNameField indexes VolumeAttachments by spec.nodeName, so a terminating
@@ -123,7 +124,7 @@ func (d *drainer) volumesStayingOn(ctx context.Context, node *corev1.Node) (sets
 // staysOnNode reports whether pod keeps running through the drain: the drain ignores it and it
 // has not finished.
 func staysOnNode(pod *corev1.Pod) bool {
-	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+	if scheduling.PodFinished(pod) {
 		return false
 	}
 	return drainIgnores(pod)

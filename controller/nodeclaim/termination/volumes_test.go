@@ -81,7 +81,7 @@ func TestTerminationAwaitsVolumeDetachment(t *testing.T) {
 			name: "generic ephemeral volume of a static pod is not awaited",
 			objs: []client.Object{
 				attachment("va", nodeName, "pv-1"), claim("static-scratch", "pv-1"),
-				pod("static", nodeName, annotated(mirrorPodAnnotationKey, "x"), mountingEphemeral),
+				pod("static", nodeName, annotated(corev1.MirrorPodAnnotationKey, "x"), mountingEphemeral),
 			},
 		},
 		{

@@ -45,11 +45,6 @@ const (
 // resourceNodes is the one limit a static NodePool may have.
 const resourceNodes corev1.ResourceName = "nodes"
 
-// InstanceTypes is the cloud provider's catalog for a NodePool.
-type InstanceTypes interface {
-	GetInstanceTypes(ctx context.Context, np *karpv1.NodePool) ([]*cloudprovider.InstanceType, error)
-}
-
 // Options configure the controller.
 type Options struct {
 	// Enabled is the StaticCapacity feature gate. Off, a NodePool's replicas are not acted on
@@ -64,7 +59,7 @@ type Options struct {
 // Controller reconciles static NodePools.
 type Controller struct {
 	client        client.Client
-	instanceTypes InstanceTypes
+	instanceTypes cloudprovider.InstanceTypeLister
 	recorder      events.EventRecorder
 	opts          Options
 
@@ -79,7 +74,7 @@ type Controller struct {
 const expectedWait = time.Second
 
 // New returns the controller.
-func New(c client.Client, its InstanceTypes, recorder events.EventRecorder, opts Options) *Controller {
+func New(c client.Client, its cloudprovider.InstanceTypeLister, recorder events.EventRecorder, opts Options) *Controller {
 	return &Controller{client: c, instanceTypes: its, recorder: recorder, opts: opts, expected: map[string]map[string]expectation{}}
 }
 

@@ -34,7 +34,6 @@ import (
 	"github.com/joinery-dev/joinery/plugin"
 	"github.com/joinery-dev/joinery/plugin/planner"
 	"github.com/joinery-dev/joinery/simulation"
-	"github.com/joinery-dev/joinery/simulation/solver"
 )
 
 // fullSchedulerConfig is joinery-scheduler's profile as manifests/deploy configures it: the
@@ -90,7 +89,7 @@ func (e *env) startKubeScheduler(t *testing.T, ns string) {
 		t.Fatal(err)
 	}
 	planners := &planner.Config{
-		InstanceTypes: func(c client.Client, overlay cloudprovider.Overlay) (solver.InstanceTypeSource, error) {
+		InstanceTypes: func(c client.Client, overlay cloudprovider.Overlay) (cloudprovider.InstanceTypeLister, error) {
 			return kwok.NewWithOverlay(c, e.its, overlay), nil
 		},
 		SchedulerConfigPath:           configPath,

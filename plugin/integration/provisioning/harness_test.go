@@ -306,7 +306,7 @@ func (e *env) startScheduler(t *testing.T, ns string, args map[string]any) (stop
 	ctx = klog.NewContext(ctx, klog.Background())
 
 	planners := &planner.Config{
-		InstanceTypes: func(c client.Client, overlay cloudprovider.Overlay) (solver.InstanceTypeSource, error) {
+		InstanceTypes: func(c client.Client, overlay cloudprovider.Overlay) (cloudprovider.InstanceTypeLister, error) {
 			return kwok.NewWithOverlay(c, e.its, overlay), nil
 		},
 		SchedulerConfigPath:           e.configPath,

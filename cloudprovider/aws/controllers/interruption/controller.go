@@ -28,7 +28,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
 	awsinterruption "github.com/joinery-dev/joinery/cloudprovider/aws/interruption"
 )
@@ -59,13 +58,6 @@ type UnavailableOfferings interface {
 	MarkUnavailable(ctx context.Context, ttl time.Duration, offerings ...cloudprovider.OfferingKey) error
 }
 
-// Preplanner launches capacity for a NodeClaim's pods before it is deleted
-// (controller/disruption.Preplanner); called again for the same NodeClaim and method, it
-// returns the replacements it created before.
-type Preplanner interface {
-	Preplan(ctx context.Context, method string, nc *karpv1.NodeClaim) ([]string, error)
-}
-
 // PreplanMethod is the method name the controller pre-plans under, whatever the message's
 // kind, so a spot warning followed by a state change of the same instance plans once.
 const PreplanMethod = "interruption"
@@ -87,7 +79,7 @@ type Options struct {
 	UnavailableTTL time.Duration
 	// Preplanner, when not nil, launches capacity for the pods of a NodeClaim before the
 	// controller deletes it.
-	Preplanner Preplanner
+	Preplanner cloudprovider.Preplanner
 	Clock      clock.Clock
 }
 

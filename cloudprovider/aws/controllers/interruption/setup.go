@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/controller/state"
 )
 
@@ -23,7 +24,7 @@ type SetupOptions struct {
 	Namespace string
 	// Preplanner, when not nil, launches capacity for an interrupted node's pods before its
 	// NodeClaim is deleted.
-	Preplanner Preplanner
+	Preplanner cloudprovider.Preplanner
 	// StatusPoller tunes the EC2 instance status poller that runs with the controller.
 	StatusPoller StatusPollerOptions
 }
