@@ -114,6 +114,8 @@ func (s *disruptionSimulation) preplanner(cp cloudprovider.CloudProvider) (aws.P
 // consolidation), expiration, the pod-event
 // conditions and, behind NodeRepair, node repair, all on the shared simulation.
 func setupDisruption(mgr ctrl.Manager, cp cloudprovider.CloudProvider, sim *disruptionSimulation, gates featuregates.Gates) error {
+	// A provider that suspends disruption in impaired zones (AWS: ARC zonal shifts).
+	zones, _ := cp.(disruption.ZoneSuspender)
 	cp = cloudprovider.Instrument(cp, disruption.Name)
 	recorder := mgr.GetEventRecorder(nodeclaim.EventSource)
 	if err := podevents.New(mgr.GetClient(), nil).SetupWithManager(sim.ctx, mgr); err != nil {
@@ -142,6 +144,7 @@ func setupDisruption(mgr ctrl.Manager, cp cloudprovider.CloudProvider, sim *disr
 		PollInterval:                 sim.opts.pollInterval,
 		Volatile:                     volatileRequests,
 		InstanceTypes:                cp,
+		Zones:                        zones,
 	}
 	if gates.Enabled(featuregates.CapacityBuffer) {
 		loopOpts.Buffers = &disruption.Buffers{Reader: mgr.GetClient(), Simulator: sim.simulator}
