@@ -236,4 +236,3 @@ func (w *Watcher) active(now time.Time) map[string]string {
 	}
 	return out
 }
-
