@@ -91,7 +91,10 @@ type Provider struct {
 	unavailable   *unavailable
 }
 
-var _ cloudprovider.CloudProvider = (*Provider)(nil)
+var (
+	_ cloudprovider.CloudProvider        = (*Provider)(nil)
+	_ cloudprovider.AvailabilityNotifier = (*Provider)(nil)
+)
 
 // New returns a provider reading EC2NodeClasses through kube.
 func New(kube client.Client, instanceTypes InstanceTypes, templates *launchtemplate.Provider, instances *instance.Provider, opts Options) *Provider {
