@@ -208,7 +208,7 @@ func (w *Watcher) Run(ctx context.Context, interval time.Duration) {
 		case <-ticker.C:
 		}
 		if err := w.Refresh(ctx); err != nil && ctx.Err() == nil {
-			w.opts.Logger.Error(err, "refreshing zonal shifts; keeping the previous ones until they expire", "cluster", w.opts.ClusterName)
+			w.opts.Logger.Error(err, "refreshing zonal shifts (a failed read keeps the shifts read before until they expire)", "cluster", w.opts.ClusterName)
 		}
 	}
 }
