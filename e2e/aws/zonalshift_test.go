@@ -213,6 +213,9 @@ func TestAutoshiftSuspendsConsolidationInTheZone(t *testing.T) {
 	createNodeClass(t, pool)
 	createNodePool(t, pool, pool, `{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}`,
 		fmt.Sprintf(`{key: topology.kubernetes.io/zone, operator: In, values: [%s]}`, shifted))
+	// Not consolidatable until the autoshift is on: no DisruptionBlocked event of the budget
+	// spends the events the recorder allows per node before the one under test.
+	patchDisruption(t, pool, `{"consolidateAfter": "Never"}`)
 	ns := env.Namespace(t)
 	createPods(t, ns, pool, 1, "1")
 	pod := env.AwaitPodRunning(t, ns, pool+"-0", runningTimeout)
@@ -256,10 +259,7 @@ func TestAutoshiftSuspendsConsolidationInTheZone(t *testing.T) {
 	if err := env.Client.CoreV1().Pods(ns).Delete(t.Context(), pod.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	patch := `{"spec": {"disruption": {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "0s", "budgets": [{"nodes": "100%"}]}}}`
-	if _, err := env.Dynamic.Resource(framework.NodePools).Patch(t.Context(), pool, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-		t.Fatalf("patch nodepool %s: %v", pool, err)
-	}
+	patchDisruption(t, pool, `{"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "0s", "budgets": [{"nodes": "100%"}]}`)
 	framework.Eventually(t, replaceTimeout, "the empty node blocked for the autoshift", func(ctx context.Context) (bool, error) {
 		notes, err := env.EventNotes(ctx, "DisruptionBlocked", node.Name)
 		if err != nil {
@@ -286,4 +286,13 @@ func TestAutoshiftSuspendsConsolidationInTheZone(t *testing.T) {
 		}
 		return true, nil
 	})
+}
+
+// patchDisruption merges disruption into the NodePool's spec.disruption.
+func patchDisruption(t *testing.T, pool, disruption string) {
+	t.Helper()
+	patch := `{"spec": {"disruption": ` + disruption + `}}`
+	if _, err := env.Dynamic.Resource(framework.NodePools).Patch(t.Context(), pool, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("patch nodepool %s: %v", pool, err)
+	}
 }
