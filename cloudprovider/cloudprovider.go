@@ -109,3 +109,12 @@ func NodeMonitoringAgentRepairPolicies() []RepairPolicy {
 		{ConditionType: "ContainerRuntimeReady", ConditionStatus: corev1.ConditionFalse, TolerationDuration: 30 * time.Minute},
 	}
 }
+
+// AvailabilityNotifier is a cloud provider that learns, outside the unavailable-offerings
+// record, that offerings it listed unavailable are available again, and tells subscribers: the
+// AWS provider with ENABLE_ZONAL_SHIFT, when a zonal shift or autoshift of the cluster ends.
+// The Provisioner plans the pods it refused again then.
+type AvailabilityNotifier interface {
+	// OnOfferingsReturn registers fn, called with why whenever offerings return.
+	OnOfferingsReturn(fn func(why string))
+}

@@ -149,6 +149,7 @@ func (o Options) build(ctx context.Context, obj runtime.Object, handle fwk.Handl
 		return nil, fmt.Errorf("%s: watching NodePools: %w", Name, err)
 	}
 	// Changes that can make a pod the last plan refused plannable (requeue.go).
+	p.replanWhenOfferingsAnnounced()
 	onNodeClaims, onNodes, onNodePools, onClaims := p.requeueHandlers(ctx)
 	for _, w := range []struct {
 		what     string

@@ -32,6 +32,9 @@ import (
 //   - a NodeOverlay changes (overlays.go); a CapacityBuffer changes (buffers.go triggers a
 //     batch on every buffer event already);
 //   - the earliest unavailable offering the plan skipped expires (one timer);
+//   - the cloud provider announces offerings available again that the unavailable-offerings
+//     record never held (AWS: a zonal shift or autoshift of the cluster ended, so pods whose
+//     only zones were shifted away from can be placed there again; replanWhenOfferingsAnnounced);
 //   - a claim a refused pod mounts appears or binds — bound as VolumeBinding counts it:
 //     spec.volumeName set and the PV controller's bind-completed annotation, which a
 //     pre-bound claim gets only after its creation;
@@ -165,6 +168,24 @@ func (p *Plugin) replanRefused(ctx context.Context, why string, affected func(ty
 	}
 	klog.FromContext(ctx).V(2).Info("planning refused pods again", "reason", why, "pods", n)
 	p.batcher.Trigger()
+}
+
+// OfferingsAnnouncer is a planner whose cloud provider announces offerings it listed
+// unavailable becoming available again (cloudprovider.AvailabilityNotifier): no record or
+// timer of the plugin's knows when, since only the provider watches the cause.
+type OfferingsAnnouncer interface {
+	// OnOfferingsReturn registers fn, called with why when offerings return.
+	OnOfferingsReturn(fn func(why string))
+}
+
+// replanWhenOfferingsAnnounced plans the refused pods again whenever the planner's cloud
+// provider announces offerings available again.
+func (p *Plugin) replanWhenOfferingsAnnounced() {
+	announcer, ok := p.planner.(OfferingsAnnouncer)
+	if !ok {
+		return
+	}
+	announcer.OnOfferingsReturn(func(why string) { p.replanRefused(p.ctx, why, nil) })
 }
 
 // UnavailableOfferings is a planner that skips offerings recorded unavailable and can say when

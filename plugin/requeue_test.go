@@ -270,3 +270,33 @@ func awaitWindow(t *testing.T, b *Batcher, msg string) {
 		t.Fatal(msg)
 	}
 }
+
+// announcingPlanner is a planner whose cloud provider announces returning offerings.
+type announcingPlanner struct {
+	plannerFunc
+	subscribers []func(string)
+}
+
+func (a *announcingPlanner) OnOfferingsReturn(fn func(string)) {
+	a.subscribers = append(a.subscribers, fn)
+}
+
+// TestRefusedPodsReplannedWhenOfferingsAnnounced: when the cloud provider announces offerings
+// available again (a zonal shift ended), the refused pods are planned again; a planner without
+// an announcer gets no subscription.
+func TestRefusedPodsReplannedWhenOfferingsAnnounced(t *testing.T) {
+	pod := testPod("ns", "refused")
+	env := refusedEnv(t, pod)
+	p := env.plugin
+	planner := &announcingPlanner{plannerFunc: func(context.Context, []*corev1.Pod) (*simulation.Plan, error) { return &simulation.Plan{}, nil }}
+	p.planner = planner
+	p.replanWhenOfferingsAnnounced()
+	if len(planner.subscribers) != 1 {
+		t.Fatalf("%d subscriptions, want 1", len(planner.subscribers))
+	}
+	if windowOpened(p.batcher) {
+		t.Fatal("planned before any announcement")
+	}
+	planner.subscribers[0]("zonal shift away from usw2-az1 ended")
+	awaitWindow(t, p.batcher, "the offerings returned and the refused pod was not planned again")
+}

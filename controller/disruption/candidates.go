@@ -57,6 +57,8 @@ func doNotDisrupt(obj metav1.Object) bool {
 // the nodes blocked from it with why. NodeClaims that are not disruptable at all — standalone,
 // not initialized, without a Node, being deleted or already chosen, or of a static NodePool
 // for any reason but drift — are in neither list.
+// A node whose zone the cloud provider suspends voluntary disruption in (Cluster.Suspended: an
+// ARC zonal shift on AWS) is blocked for every reason, drift included.
 // For Drifted, a NodeClaim with a terminationGracePeriod is a candidate even with blocking
 // PDBs or do-not-disrupt pods (the seeds' TerminationGracePeriod section): its drain is
 // bounded.
@@ -73,6 +75,12 @@ func (c *Cluster) Candidates(reason string) ([]*Candidate, []Blocked) {
 			// A static NodePool keeps its count: consolidation never removes its nodes;
 			// only drift replaces them (and expiration, outside this loop).
 			continue
+		}
+		if c.Suspended != nil {
+			if why := c.Suspended(node); why != "" {
+				blocked = append(blocked, Blocked{NodeClaim: nc, Node: node, Message: "Cannot disrupt Node: " + why})
+				continue
+			}
 		}
 		podsOnNode := c.PodsByNode[node.Name]
 		if why := c.blocker(nc, node, podsOnNode, reason == karpv1.DisruptionReasonDrifted && nc.Spec.TerminationGracePeriod != nil); why != "" {

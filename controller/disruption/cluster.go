@@ -35,6 +35,10 @@ type Cluster struct {
 	pdbOnce sync.Once
 	pdbs    []pdbSelector
 
+	// Suspended, when set, says why voluntary disruption of a node is suspended ("" when it
+	// is not): the cloud provider's zone check (ZoneSuspender).
+	Suspended func(node *corev1.Node) string
+
 	// prefLooked are the pods whose preferences consolidation looked at in this pass.
 	prefMu     sync.Mutex
 	prefLooked map[types.UID]bool

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -65,6 +66,18 @@ type Options struct {
 	// InstanceTypes, when set, prices each pass's command for the savings gauge
 	// (joinery_nodepool_consolidation_savings_per_hour).
 	InstanceTypes cloudprovider.InstanceTypeLister
+	// Zones, when set, suspends voluntary disruption of the nodes in zones the cloud provider
+	// says are impaired (the AWS provider with ENABLE_ZONAL_SHIFT).
+	Zones ZoneSuspender
+}
+
+// ZoneSuspender is a cloud provider that can suspend voluntary disruption in a zone, as
+// Karpenter does while an ARC zonal shift moves the cluster away from it: drift and
+// consolidation there would only churn capacity in or out of an impaired zone.
+type ZoneSuspender interface {
+	// DisruptionSuspended returns why voluntary disruption of node is suspended, naming the
+	// zone and what holds it, or "" when it is not.
+	DisruptionSuspended(node *corev1.Node) string
 }
 
 func (o *Options) defaults() {

@@ -30,6 +30,8 @@ const AdminPathPrefix = "/_awstest/"
 //	GET    /_awstest/calls?service=S&action=A&accessKey=K   ... with the access key ID K
 //	POST   /_awstest/response-delays          AdminResponseDelay: hold matching answers back
 //	DELETE /_awstest/response-delays          clear every response delay
+//	POST   /_awstest/autoshifts               AdminAutoshift: AWS starts an autoshift away from a zone
+//	DELETE /_awstest/autoshifts               AdminAutoshift: AWS ends it
 //
 // Errors answer 4xx or 5xx with a plain-text message.
 
@@ -62,6 +64,11 @@ type AdminOffering struct {
 	CapacityType string `json:"capacityType"`
 	InstanceType string `json:"instanceType"`
 	Zone         string `json:"zone"`
+}
+
+// AdminAutoshift names the zone (by ID, as ARC does) of an AWS-initiated autoshift.
+type AdminAutoshift struct {
+	AwayFrom string `json:"awayFrom"`
 }
 
 // AdminParameter is an SSM parameter's name and value.
@@ -180,6 +187,25 @@ func (s *Server) adminMux(delays *responseDelays) *http.ServeMux {
 		s.DeleteParameter(name)
 		w.WriteHeader(http.StatusNoContent)
 	})
+	autoshift := func(end bool) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			var a AdminAutoshift
+			if !decodeAdmin(w, r, &a) {
+				return
+			}
+			act := s.StartAutoshift
+			if end {
+				act = s.EndAutoshift
+			}
+			if err := act(a.AwayFrom); err != nil {
+				http.Error(w, err.Error(), http.StatusConflict)
+				return
+			}
+			w.WriteHeader(http.StatusNoContent)
+		}
+	}
+	mux.HandleFunc("POST "+AdminPathPrefix+"autoshifts", autoshift(false))
+	mux.HandleFunc("DELETE "+AdminPathPrefix+"autoshifts", autoshift(true))
 	mux.HandleFunc("GET "+AdminPathPrefix+"instances", func(w http.ResponseWriter, _ *http.Request) {
 		writeAdminJSON(w, s.Instances())
 	})

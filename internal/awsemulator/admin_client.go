@@ -59,6 +59,17 @@ func (c *AdminClient) DeleteParameter(ctx context.Context, name string) error {
 	return c.do(ctx, http.MethodDelete, "parameters?name="+url.QueryEscape(name), nil, nil)
 }
 
+// StartAutoshift starts an AWS-initiated autoshift away from the zone of ID zoneID (see
+// Server.StartAutoshift).
+func (c *AdminClient) StartAutoshift(ctx context.Context, zoneID string) error {
+	return c.do(ctx, http.MethodPost, "autoshifts", AdminAutoshift{AwayFrom: zoneID}, nil)
+}
+
+// EndAutoshift ends the active autoshift away from the zone of ID zoneID.
+func (c *AdminClient) EndAutoshift(ctx context.Context, zoneID string) error {
+	return c.do(ctx, http.MethodDelete, "autoshifts", AdminAutoshift{AwayFrom: zoneID}, nil)
+}
+
 // Instances returns every instance, terminated ones included, sorted by id.
 func (c *AdminClient) Instances(ctx context.Context) ([]Instance, error) {
 	var out []Instance

@@ -22,6 +22,10 @@ const (
 type shiftState struct {
 	shifts []*zonalShift
 	seq    int
+	// autoshifts are AWS's autoshifts of the region (arc_autoshift.go); autoshiftEnabled is
+	// the cluster's zonal autoshift status.
+	autoshifts       []*autoshift
+	autoshiftEnabled bool
 }
 
 type zonalShift struct {
@@ -46,6 +50,7 @@ func (s *Server) registerARC() {
 	s.handleREST(ServiceARC, "StartZonalShift", "POST /zonalshifts", s.startZonalShift)
 	s.handleREST(ServiceARC, "ListZonalShifts", "GET /zonalshifts", s.listZonalShifts)
 	s.handleREST(ServiceARC, "CancelZonalShift", "DELETE /zonalshifts/{zonalShiftId}", s.cancelZonalShift)
+	s.registerAutoshift()
 }
 
 type zonalShiftJSON struct {
@@ -135,21 +140,9 @@ func (s *Server) listZonalShifts(_ context.Context, r restRequest) (any, error) 
 	if status != "" && !slices.Contains([]string{ZonalShiftActive, ZonalShiftExpired, ZonalShiftCanceled}, status) {
 		return nil, errValidation("status %q is not ACTIVE, EXPIRED or CANCELED", status)
 	}
-	pageSize := 100
-	if v := r.query.Get("maxResults"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 100 {
-			return nil, errValidation("maxResults %q is not in [1, 100]", v)
-		}
-		pageSize = n
-	}
-	start := 0
-	if tok := r.query.Get("nextToken"); tok != "" {
-		n, err := strconv.Atoi(tok)
-		if err != nil || n < 0 {
-			return nil, errValidation("nextToken %q is not valid", tok)
-		}
-		start = n
+	start, pageSize, err := pageOf(r)
+	if err != nil {
+		return nil, err
 	}
 	now := s.now()
 	var matched []zonalShiftJSON

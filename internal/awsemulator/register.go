@@ -12,4 +12,5 @@ func (s *Server) register() {
 	s.registerSQS()
 	s.registerEKS()
 	s.registerARC()
+	s.handleQuery(ServiceSTS, "GetCallerIdentity", s.getCallerIdentity)
 }

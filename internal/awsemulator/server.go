@@ -28,6 +28,7 @@ const (
 	ServiceSQS     = "sqs"
 	ServiceARC     = "arc-zonal-shift"
 	ServiceEKS     = "eks"
+	ServiceSTS     = "sts"
 )
 
 // DefaultRegion is the region a Server answers for unless Options say otherwise.
@@ -185,7 +186,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch service {
-	case ServiceEC2, ServiceIAM:
+	case ServiceEC2, ServiceIAM, ServiceSTS:
 		s.serveQuery(w, r, service, body, requestID)
 	case ServiceSSM, ServicePricing, ServiceSQS:
 		s.serveJSON(w, r, service, body, requestID)
@@ -235,8 +236,12 @@ func (s *Server) serveQuery(w http.ResponseWriter, r *http.Request, service stri
 		}
 		err = enc.EncodeElement(ec2Result{RequestID: requestID, Result: result}, root)
 	default:
-		// IAM wraps them in <ActionResult> and adds <ResponseMetadata>.
-		root.Attr = []xml.Attr{{Name: xml.Name{Local: "xmlns"}, Value: "https://iam.amazonaws.com/doc/2010-05-08/"}}
+		// IAM and STS wrap them in <ActionResult> and add <ResponseMetadata>.
+		ns := "https://iam.amazonaws.com/doc/2010-05-08/"
+		if service == ServiceSTS {
+			ns = "https://sts.amazonaws.com/doc/2011-06-15/"
+		}
+		root.Attr = []xml.Attr{{Name: xml.Name{Local: "xmlns"}, Value: ns}}
 		err = enc.EncodeElement(iamResult{Result: result, ResultName: action + "Result", RequestID: requestID}, root)
 	}
 	if err == nil {

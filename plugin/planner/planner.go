@@ -106,7 +106,8 @@ func (c *Config) New(ctx context.Context, opts plugin.PlannerOptions) (simulatio
 	if now == nil {
 		now = time.Now
 	}
-	return &refreshingPlanner{planner: s, unavailable: unavailable, factory: factory, overlaysSynced: overlaysSynced, now: now}, nil
+	notifier, _ := instanceTypes.(cloudprovider.AvailabilityNotifier)
+	return &refreshingPlanner{planner: s, unavailable: unavailable, factory: factory, overlaysSynced: overlaysSynced, now: now, notifier: notifier}, nil
 }
 
 // cmpReader returns the first reader that is set.
@@ -137,6 +138,8 @@ type refreshingPlanner struct {
 	// overlaysSynced reports whether the NodeOverlay informer has synced (true without one).
 	overlaysSynced func() bool
 	now            func() time.Time
+	// notifier, when the cloud provider has one, announces offerings available again.
+	notifier cloudprovider.AvailabilityNotifier
 }
 
 // WaitForCacheSync waits until the informers the solver reads have synced; false when ctx
@@ -162,6 +165,16 @@ var _ plugin.UnavailableOfferings = (*refreshingPlanner)(nil)
 
 // SkippedUntil returns when the earliest unavailable offering the last plan skipped returns.
 func (p *refreshingPlanner) SkippedUntil() (time.Time, bool) { return p.unavailable.skippedUntil() }
+
+var _ plugin.OfferingsAnnouncer = (*refreshingPlanner)(nil)
+
+// OnOfferingsReturn registers fn with the cloud provider's notifier; without one nothing calls
+// it.
+func (p *refreshingPlanner) OnOfferingsReturn(fn func(why string)) {
+	if p.notifier != nil {
+		p.notifier.OnOfferingsReturn(fn)
+	}
+}
 
 // disruptionPlanner is the solver's entry point that tries the cluster's nodes first.
 type disruptionPlanner interface {

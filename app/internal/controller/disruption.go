@@ -111,6 +111,8 @@ func (p deferredPreplanner) Preplan(ctx context.Context, method string, nc *karp
 // consolidation), expiration, the pod-event
 // conditions and, behind NodeRepair, node repair, all on the shared simulation.
 func setupDisruption(mgr ctrl.Manager, cp cloudprovider.CloudProvider, sim *disruptionSimulation, gates featuregates.Gates) error {
+	// A provider that suspends disruption in impaired zones (AWS: ARC zonal shifts).
+	zones, _ := cp.(disruption.ZoneSuspender)
 	cp = cloudprovider.Instrument(cp, disruption.Name)
 	recorder := mgr.GetEventRecorder(nodeclaim.EventSource)
 	if err := podevents.New(mgr.GetClient(), nil).SetupWithManager(sim.ctx, mgr); err != nil {
@@ -139,6 +141,7 @@ func setupDisruption(mgr ctrl.Manager, cp cloudprovider.CloudProvider, sim *disr
 		PollInterval:                 sim.opts.pollInterval,
 		Volatile:                     volatileRequests,
 		InstanceTypes:                cp,
+		Zones:                        zones,
 	}
 	if gates.Enabled(featuregates.CapacityBuffer) {
 		loopOpts.Buffers = &disruption.Buffers{Reader: mgr.GetClient(), Simulator: sim.simulator}

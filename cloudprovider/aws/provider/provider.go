@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -43,8 +44,11 @@ type UnavailableOfferings interface {
 // ZonalShifts says which zones the cluster's traffic is shifted away from (zonalshift.Watcher
 // implements it).
 type ZonalShifts interface {
-	// AwayFrom returns the IDs of the zones under an active shift now.
-	AwayFrom() sets.Set[string]
+	// Active returns the zones under an active shift now, by zone ID, each with the kind of
+	// its shift (zonal shift, zonal autoshift, practice run).
+	Active() map[string]string
+	// OnZonesReturn registers fn, called with why when a zone stops being shifted away from.
+	OnZonesReturn(fn func(why string))
 }
 
 // Options configure a Provider.
@@ -87,7 +91,10 @@ type Provider struct {
 	unavailable   *unavailable
 }
 
-var _ cloudprovider.CloudProvider = (*Provider)(nil)
+var (
+	_ cloudprovider.CloudProvider        = (*Provider)(nil)
+	_ cloudprovider.AvailabilityNotifier = (*Provider)(nil)
+)
 
 // New returns a provider reading EC2NodeClasses through kube.
 func New(kube client.Client, instanceTypes InstanceTypes, templates *launchtemplate.Provider, instances *instance.Provider, opts Options) *Provider {
@@ -142,7 +149,7 @@ func (p *Provider) GetInstanceTypes(ctx context.Context, nodePool *karpv1.NodePo
 func (p *Provider) listInstanceTypes(ctx context.Context, class *awsv1.EC2NodeClass, nodePool string) (cloudprovider.InstanceTypes, error) {
 	opts := instancetype.ListOptions{Unavailable: p.unavailable.offerings(ctx)}
 	if p.opts.ZonalShifts != nil {
-		opts.ZonesAway = p.opts.ZonalShifts.AwayFrom()
+		opts.ZonesAway = sets.KeySet(p.opts.ZonalShifts.Active())
 	}
 	its, err := p.instanceTypes.List(ctx, class, opts)
 	if err != nil {
@@ -215,4 +222,30 @@ func (p *Provider) Run(ctx context.Context, interval, templateTTL time.Duration)
 func (p *Provider) DeleteLaunchTemplates(ctx context.Context, className string) error {
 	_, err := p.templates.DeleteForNodeClass(ctx, className)
 	return err
+}
+
+// DisruptionSuspended says why voluntary disruption of node is suspended: its zone (by the
+// topology.k8s.aws/zone-id label joinery's nodes carry) is under an active ARC shift, as in
+// Karpenter, where disrupting there would only move capacity into or out of an impaired
+// zone. "" when it is not, or without ENABLE_ZONAL_SHIFT (disruption.ZoneSuspender).
+func (p *Provider) DisruptionSuspended(node *corev1.Node) string {
+	if p.opts.ZonalShifts == nil || node == nil {
+		return ""
+	}
+	id := node.Labels[awsv1.LabelTopologyZoneID]
+	kind, ok := p.opts.ZonalShifts.Active()[id]
+	if id == "" || !ok {
+		return ""
+	}
+	return fmt.Sprintf("zone %s (%s) is under an active ARC %s; voluntary disruption is suspended there until it ends", node.Labels[corev1.LabelTopologyZone], id, kind)
+}
+
+// OnOfferingsReturn registers fn, called with why when offerings this provider listed
+// unavailable become available again without the unavailable-offerings record knowing: a
+// zone's zonal shift ended (cloudprovider.AvailabilityNotifier). Without ENABLE_ZONAL_SHIFT
+// nothing calls it.
+func (p *Provider) OnOfferingsReturn(fn func(why string)) {
+	if p.opts.ZonalShifts != nil {
+		p.opts.ZonalShifts.OnZonesReturn(fn)
+	}
 }

@@ -7,7 +7,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/arczonalshift"
+	arctypes "github.com/aws/aws-sdk-go-v2/service/arczonalshift/types"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -130,5 +132,64 @@ func TestUserDataCarriesTheDiscoveredCluster(t *testing.T) {
 	}
 	if !strings.HasSuffix(joins.Endpoint, ".eks.amazonaws.com") || strings.Contains(insts[0].UserData, kubeconfig.Host) {
 		t.Errorf("user data joins %s, want the EKS cluster's endpoint, not the kubeconfig's %s", joins.Endpoint, kubeconfig.Host)
+	}
+}
+
+// TestAutoshift: an AWS-initiated autoshift of the cluster (zonal autoshift enabled) keeps the
+// provider out of the zone as a customer's shift does, suspends voluntary disruption of the
+// nodes launched there (by their zone-id label), and its end is announced to subscribers.
+func TestAutoshift(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	shifted := "us-west-2b"
+	watcher := zonalshift.NewFromConfig(e.srv.Config(), zonalshift.Options{ClusterName: cluster, Region: e.srv.Region})
+	p := e.withOptions(func(o *provider.Options) { o.ZonalShifts = watcher })
+	var returned []string
+	p.OnOfferingsReturn(func(why string) { returned = append(returned, why) })
+
+	// Launched before the autoshift, in the zone it will shift away from.
+	nc, err := p.Create(ctx, nodeClaim("before", onDemand, []string{"c6i.large"}, []string{shifted}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "before", Labels: nc.Labels}}
+	zoneID := nc.Labels["topology.k8s.aws/zone-id"]
+	if zoneID == "" {
+		t.Fatalf("launched NodeClaim labels %v lack the zone ID", nc.Labels)
+	}
+
+	arc := arczonalshift.NewFromConfig(e.srv.Config())
+	if _, err := arc.UpdateZonalAutoshiftConfiguration(ctx, &arczonalshift.UpdateZonalAutoshiftConfigurationInput{
+		ResourceIdentifier: aws.String(e.srv.ClusterARN()), ZonalAutoshiftStatus: arctypes.ZonalAutoshiftStatusEnabled,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.srv.StartAutoshift(zoneID); err != nil {
+		t.Fatal(err)
+	}
+	if err := watcher.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if why := p.DisruptionSuspended(node); !strings.Contains(why, "zone "+shifted+" ("+zoneID+") is under an active ARC zonal autoshift") {
+		t.Errorf("DisruptionSuspended = %q, want the autoshift named", why)
+	}
+	if _, err := p.Create(ctx, nodeClaim("during", onDemand, []string{"c6i.large"}, []string{shifted})); !cloudprovider.IsInsufficientCapacityError(err) {
+		t.Errorf("a launch only into the autoshifted zone = %v, want insufficient capacity", err)
+	}
+
+	if err := e.srv.EndAutoshift(zoneID); err != nil {
+		t.Fatal(err)
+	}
+	if err := watcher.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if why := p.DisruptionSuspended(node); why != "" {
+		t.Errorf("DisruptionSuspended after the autoshift = %q, want none", why)
+	}
+	if want := "zonal shift away from " + zoneID + " ended"; len(returned) != 1 || returned[0] != want {
+		t.Errorf("subscribers heard %q, want %q", returned, want)
+	}
+	if _, err := p.Create(ctx, nodeClaim("after", onDemand, []string{"c6i.large"}, []string{shifted})); err != nil {
+		t.Errorf("a launch into the zone after the autoshift: %v", err)
 	}
 }
