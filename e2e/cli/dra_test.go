@@ -31,20 +31,7 @@ func TestExplainUnsatisfiableClaim(t *testing.T) {
 		t.Fatalf("create DeviceClass: %v", err)
 	}
 	t.Cleanup(func() { _ = env.Client.ResourceV1().DeviceClasses().Delete(ctx, pool, metav1.DeleteOptions{}) })
-	claim := &resourceapi.ResourceClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "sixteen-h100", Namespace: ns},
-		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
-			Name: "gpus",
-			Exactly: &resourceapi.ExactDeviceRequest{
-				DeviceClassName: pool,
-				Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
-					Expression: `device.attributes["gpu.nvidia.com"].productName == "h100"`,
-				}}},
-				AllocationMode: resourceapi.DeviceAllocationModeExactCount,
-				Count:          16,
-			},
-		}}}},
-	}
+	claim := framework.GPUClaim(ns, "sixteen-h100", pool, "gpus", "h100", 16)
 	if _, err := env.Client.ResourceV1().ResourceClaims(ns).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create ResourceClaim: %v", err)
 	}

@@ -52,20 +52,7 @@ func TestConsolidationKeepsPodsWithAllocatedClaims(t *testing.T) {
 
 	gpuPods := []string{"gpu-0", "gpu-1"}
 	for _, name := range gpuPods {
-		claim := &resourceapi.ResourceClaim{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
-				Name: "gpu",
-				Exactly: &resourceapi.ExactDeviceRequest{
-					DeviceClassName: group,
-					Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
-						Expression: `device.attributes["gpu.nvidia.com"].productName == "a10g"`,
-					}}},
-					AllocationMode: resourceapi.DeviceAllocationModeExactCount,
-					Count:          1,
-				},
-			}}}},
-		}
+		claim := framework.GPUClaim(ns, name, group, "gpu", "a10g", 1)
 		if _, err := env.Client.ResourceV1().ResourceClaims(ns).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("create ResourceClaim: %v", err)
 		}

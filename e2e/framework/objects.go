@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -196,4 +197,23 @@ func GroupPodSpec(group, cpu, memory string) corev1.PodSpec {
 func (e *Env) CreateKWOKNodeClass(t *testing.T, name string) {
 	t.Helper()
 	e.Create(t, KWOKNodeClasses, fmt.Sprintf(`{"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass", "metadata": {"name": %q}}`, name))
+}
+
+// GPUClaim is a ResourceClaim in ns for count devices of the DeviceClass class whose
+// gpu.nvidia.com productName is model, under the request name request.
+func GPUClaim(ns, name, class, request, model string, count int64) *resourceapi.ResourceClaim {
+	return &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
+			Name: request,
+			Exactly: &resourceapi.ExactDeviceRequest{
+				DeviceClassName: class,
+				Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+					Expression: `device.attributes["gpu.nvidia.com"].productName == "` + model + `"`,
+				}}},
+				AllocationMode: resourceapi.DeviceAllocationModeExactCount,
+				Count:          count,
+			},
+		}}}},
+	}
 }

@@ -43,20 +43,7 @@ func TestDevicesOverlayGivesATypeDevices(t *testing.T) {
 	t.Cleanup(func() {
 		_ = env.Client.ResourceV1().DeviceClasses().Delete(context.Background(), pool, metav1.DeleteOptions{})
 	})
-	claim := &resourceapi.ResourceClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "one-b200", Namespace: ns},
-		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
-			Name: "gpu",
-			Exactly: &resourceapi.ExactDeviceRequest{
-				DeviceClassName: pool,
-				Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
-					Expression: `device.attributes["gpu.nvidia.com"].productName == "b200"`,
-				}}},
-				AllocationMode: resourceapi.DeviceAllocationModeExactCount,
-				Count:          1,
-			},
-		}}}},
-	}
+	claim := framework.GPUClaim(ns, "one-b200", pool, "gpu", "b200", 1)
 	if _, err := env.Client.ResourceV1().ResourceClaims(ns).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create ResourceClaim: %v", err)
 	}

@@ -32,20 +32,7 @@ func TestResourceClaimGetsADeviceNode(t *testing.T) {
 	t.Cleanup(func() {
 		_ = env.Client.ResourceV1().DeviceClasses().Delete(ctx, group, metav1.DeleteOptions{})
 	})
-	claim := &resourceapi.ResourceClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "two-a10g", Namespace: ns},
-		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
-			Name: "gpus",
-			Exactly: &resourceapi.ExactDeviceRequest{
-				DeviceClassName: group,
-				Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
-					Expression: `device.attributes["gpu.nvidia.com"].productName == "a10g"`,
-				}}},
-				AllocationMode: resourceapi.DeviceAllocationModeExactCount,
-				Count:          2,
-			},
-		}}}},
-	}
+	claim := framework.GPUClaim(ns, "two-a10g", group, "gpus", "a10g", 2)
 	if _, err := env.Client.ResourceV1().ResourceClaims(ns).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create ResourceClaim: %v", err)
 	}
