@@ -63,7 +63,11 @@ type preFilterPlugin struct {
 // classState is the PreFilter outcome of one equivalence class, valid for the snapshot's
 // content up to log entry at.
 type classState struct {
-	pod              *corev1.Pod // the pod PreFilter ran on; its class shares the state
+	key string      // the class's EquivalenceKey
+	pod *corev1.Pod // the pod PreFilter ran on; its class shares the state
+	// shareKeys are, per PreFilter plugin (in the engine's order), the plugin's
+	// preFilterShareKey for pod; "" when its state is the class's own.
+	shareKeys        []string
 	podInfo          fwk.PodInfo
 	state            fwk.CycleState
 	result           *fwk.PreFilterResult
@@ -98,7 +102,7 @@ type checkpoint struct {
 
 // spreadStateKey is where PodTopologySpread keeps its PreFilter state ("PreFilter" + name,
 // as every in-tree plugin does).
-const spreadStateKey fwk.StateKey = "PreFilter" + names.PodTopologySpread
+var spreadStateKey = stateKeyOf(names.PodTopologySpread)
 
 // spreadInfo is what the engine needs to know of a pod's spread constraints.
 type spreadInfo struct {
@@ -147,24 +151,29 @@ func (e *Engine) classKey(pod *corev1.Pod) string {
 
 // preFilter returns the PreFilter outcome of pod's class for the snapshot's current content.
 func (e *Engine) preFilter(ctx context.Context, pod *corev1.Pod) *classState {
-	key := e.classKey(pod)
+	return e.preFilterClass(ctx, e.classKey(pod), pod)
+}
+
+// preFilterClass brings the PreFilter state of class key (of which pod is a member) to the
+// snapshot's current content.
+func (e *Engine) preFilterClass(ctx context.Context, key string, pod *corev1.Pod) *classState {
 	cs := e.classes[key]
 	s := e.snapshot
-	if cs == nil || cs.epoch != s.epoch || !cs.incremental {
-		if cs != nil && cs.epoch == s.epoch && cs.current(s) {
-			return cs
-		}
-		cs = e.compute(ctx, pod)
-		e.classes[key] = cs
+	if cs != nil && cs.epoch == s.epoch && cs.current(s) {
 		return cs
 	}
-	if cs.current(s) {
+	// While the class is brought up to date, it lends its state to no other class.
+	e.busy[key] = true
+	defer delete(e.busy, key)
+	if cs == nil || cs.epoch != s.epoch || !cs.incremental {
+		cs = e.compute(ctx, key, pod)
+		e.classes[key] = cs
 		return cs
 	}
 	before := cs.view
 	r, ok := e.update(ctx, cs)
 	if !ok {
-		cs = e.compute(ctx, cs.pod)
+		cs = e.compute(ctx, key, cs.pod)
 		e.classes[key] = cs
 		return cs
 	}
@@ -172,6 +181,7 @@ func (e *Engine) preFilter(ctx context.Context, pod *corev1.Pod) *classState {
 	if r.unsettled || !cs.view.settledSince(before) {
 		cs.stableEpoch = e.nextEpoch()
 	}
+	e.lend(cs)
 	return cs
 }
 
@@ -206,21 +216,14 @@ func (cs *classState) current(s *Snapshot) bool {
 	return cs.at == len(s.log) && (cs.at == 0 || s.log[cs.at-1].gen == cs.atGen)
 }
 
-// compute runs every PreFilter for pod.
-func (e *Engine) compute(ctx context.Context, pod *corev1.Pod) *classState {
+// compute runs every PreFilter for pod, the class key's member; a plugin's state is copied
+// from another class that shares it (sharedPreFilter) instead, when one can lend it.
+func (e *Engine) compute(ctx context.Context, key string, pod *corev1.Pod) *classState {
 	s := e.snapshot
 	state := framework.NewCycleState()
-	result, status, withNodes := e.fw.RunPreFilterPlugins(ctx, state, pod)
-	cs := &classState{
-		pod:              pod,
-		state:            state,
-		result:           result,
-		status:           status,
-		pluginsWithNodes: sortedList(withNodes),
-		epoch:            s.epoch,
-		at:               len(s.log),
-		incremental:      status.IsSuccess() && e.rolesKnown,
-	}
+	cs := &classState{key: key, pod: pod, state: state, shareKeys: e.shareKeysOf(pod), epoch: s.epoch, at: len(s.log)}
+	cs.result, cs.status, cs.pluginsWithNodes = e.runPreFilter(ctx, cs)
+	cs.incremental = cs.status.IsSuccess() && e.rolesKnown
 	if cs.at > 0 {
 		cs.atGen = s.log[cs.at-1].gen
 	}
@@ -234,8 +237,129 @@ func (e *Engine) compute(ctx context.Context, pod *corev1.Pod) *classState {
 		cs.spread = spreadOf(pod)
 		e.refreshView(cs)
 		cs.stableEpoch = e.nextEpoch()
+		e.lend(cs)
 	}
 	return cs
+}
+
+// runPreFilter runs the PreFilter plugins for cs's pod in the framework's order and
+// combines their answers as the framework's RunPreFilterPlugins does: a skip is recorded in
+// the state, UnschedulableAndUnresolvable or an error stops, Unschedulable is returned
+// after the others ran, and the plugins' node lists are intersected.
+func (e *Engine) runPreFilter(ctx context.Context, cs *classState) (*fwk.PreFilterResult, *fwk.Status, []string) {
+	skip := sets.New[string]()
+	defer func() { cs.state.SetSkipFilterPlugins(skip) }()
+	nodes, err := e.snapshot.List()
+	if err != nil {
+		return nil, fwk.AsStatus(fmt.Errorf("listing nodes: %w", err)), nil
+	}
+	var result *fwk.PreFilterResult
+	var unschedulable *fwk.Status
+	withNodes := sets.New[string]()
+	for i, p := range e.preFilterPlugins {
+		status, shared := e.sharedPreFilter(ctx, cs, i)
+		var r *fwk.PreFilterResult
+		if !shared {
+			e.stats.ran[p.name]++
+			r, status = p.plugin.PreFilter(ctx, cs.state, cs.pod, nodes)
+		}
+		if status.IsSkip() {
+			skip.Insert(p.name)
+			continue
+		}
+		if !status.IsSuccess() {
+			status.SetPlugin(p.name)
+			switch status.Code() {
+			case fwk.UnschedulableAndUnresolvable:
+				return nil, status, nil
+			case fwk.Unschedulable:
+				unschedulable = status
+				continue
+			}
+			return nil, fwk.AsStatus(fmt.Errorf("running PreFilter plugin %q: %w", p.name, status.AsError())).WithPlugin(p.name), nil
+		}
+		if !r.AllNodes() {
+			withNodes.Insert(p.name)
+		}
+		result = result.Merge(r)
+		if !result.AllNodes() && len(result.NodeNames) == 0 {
+			return result, fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
+				fmt.Sprintf("node(s) didn't satisfy plugin(s) %v simultaneously", sortedList(withNodes))), sortedList(withNodes)
+		}
+	}
+	return result, unschedulable, sortedList(withNodes)
+}
+
+// shareKeysOf returns pod's preFilterShareKey per PreFilter plugin, nil when no plugin's
+// state is shared.
+func (e *Engine) shareKeysOf(pod *corev1.Pod) []string {
+	if e.isolated || !e.rolesKnown {
+		return nil
+	}
+	var keys []string
+	for i, p := range e.preFilterPlugins {
+		key, ok := preFilterShareKey(p.name, pod)
+		if !ok {
+			continue
+		}
+		if keys == nil {
+			keys = make([]string, len(e.preFilterPlugins))
+		}
+		keys[i] = key
+	}
+	return keys
+}
+
+// sharedPreFilter gives cs the state of its i-th PreFilter plugin from the class that last
+// held it for the same share key, brought to the snapshot's current content first: the
+// plugin's PreFilter would compute it again from the same inputs (preFilterShareKey). It
+// reports false when no class can lend it; then the plugin's PreFilter runs. A state the
+// lender followed incrementally is as exact as its own: its AddPod and RemovePod keep it,
+// and PodTopologySpread's PreFilter reran when its minimum went stale.
+func (e *Engine) sharedPreFilter(ctx context.Context, cs *classState, i int) (*fwk.Status, bool) {
+	if cs.shareKeys == nil || cs.shareKeys[i] == "" {
+		return nil, false
+	}
+	shareKey, name := cs.shareKeys[i], e.preFilterPlugins[i].name
+	lender := e.shares[shareKey]
+	if lender == nil || lender.key == cs.key || e.busy[lender.key] {
+		return nil, false
+	}
+	lender = e.preFilterClass(ctx, lender.key, lender.pod)
+	s := e.snapshot
+	if !lender.incremental || lender.epoch != s.epoch || !lender.current(s) || lender.shareKeys == nil || lender.shareKeys[i] != shareKey {
+		return nil, false
+	}
+	if lender.state.GetSkipFilterPlugins().Has(name) {
+		e.stats.shared[name]++
+		return fwk.NewStatus(fwk.Skip), true
+	}
+	data, err := lender.state.Read(stateKeyOf(name))
+	if err != nil {
+		return nil, false
+	}
+	cs.state.Write(stateKeyOf(name), data.Clone())
+	e.stats.shared[name]++
+	return nil, true
+}
+
+// lend makes cs, whose state is current, the class that lends its shared plugins' states to
+// the next class that needs them: the class used last is the likeliest to be current.
+func (e *Engine) lend(cs *classState) {
+	for _, key := range cs.shareKeys {
+		if key != "" {
+			e.shares[key] = cs
+		}
+	}
+}
+
+// stateKeyOf is where an in-tree plugin keeps its PreFilter state.
+func stateKeyOf(plugin string) fwk.StateKey { return fwk.StateKey("PreFilter" + plugin) }
+
+// preFilterStats counts, per plugin, the PreFilter runs and the states copied from another
+// class instead.
+type preFilterStats struct {
+	ran, shared map[string]int
 }
 
 // spreadOf describes pod's DoNotSchedule spread constraints.
@@ -585,13 +709,18 @@ func (e *Engine) rerunStale(ctx context.Context, cs *classState, r *replay) bool
 	}
 	skip := cs.state.GetSkipFilterPlugins()
 	changed := false
-	for _, p := range e.preFilterPlugins {
+	for i, p := range e.preFilterPlugins {
 		if !stale.Has(p.name) {
 			continue
 		}
-		result, status := p.plugin.PreFilter(ctx, cs.state, cs.pod, nodes)
-		if !result.AllNodes() {
-			return false
+		status, shared := e.sharedPreFilter(ctx, cs, i)
+		if !shared {
+			e.stats.ran[p.name]++
+			var result *fwk.PreFilterResult
+			result, status = p.plugin.PreFilter(ctx, cs.state, cs.pod, nodes)
+			if !result.AllNodes() {
+				return false
+			}
 		}
 		switch {
 		case status.IsSkip():
