@@ -130,6 +130,9 @@ type replay struct {
 	restoreSpread bool
 	// unsettled: PodTopologySpread's state changed other than by pods added.
 	unsettled bool
+	// borrowed are the plugins whose states are copied from a lender instead of replayed
+	// (borrow); they are stale from the start.
+	borrowed sets.Set[string]
 }
 
 func (r *replay) markStale(name string) {
@@ -426,6 +429,7 @@ func (cs *classState) outsideSpread(node *corev1.Node) bool {
 func (e *Engine) update(ctx context.Context, cs *classState) (*replay, bool) {
 	s := e.snapshot
 	r := &replay{}
+	e.borrow(cs, r)
 	for len(cs.undo) > 0 && !r.full {
 		top := cs.undo[len(cs.undo)-1]
 		if top.index < len(s.log) && s.log[top.index].gen == top.entry.gen {
@@ -492,6 +496,41 @@ func (e *Engine) update(ctx context.Context, cs *classState) (*replay, bool) {
 	return r, e.rerunStale(ctx, cs, r)
 }
 
+// borrowAfter is how far behind the log a class must be for its shared plugins' states to
+// be copied from their lender rather than replayed: a copy costs about as much as replaying
+// a few changes, and a batch of many classes leaves each far behind (every pod placed since
+// the class was last checked).
+const borrowAfter = 8
+
+// borrow marks the shared plugins of cs stale, so that rerunStale copies their states from a
+// lender (sharedPreFilter), when cs is far behind the log and a lender other than cs may
+// follow it in its place: then one class per share key replays the changes.
+func (e *Engine) borrow(cs *classState, r *replay) {
+	s := e.snapshot
+	if cs.shareKeys == nil || len(s.log)-cs.at < borrowAfter {
+		return
+	}
+	for i, key := range cs.shareKeys {
+		if key == "" {
+			continue
+		}
+		lender := e.shares[key]
+		if lender == nil || lender.key == cs.key || e.busy[lender.key] || lender.epoch != s.epoch || !lender.incremental {
+			continue
+		}
+		name := e.preFilterPlugins[i].name
+		r.markStale(name)
+		if r.borrowed == nil {
+			r.borrowed = sets.New[string]()
+		}
+		r.borrowed.Insert(name)
+		if e.preFilterPlugins[i].role == roleSpread {
+			// The copy replaces the state the checkpoint was taken of.
+			cs.checkpoint = nil
+		}
+	}
+}
+
 // spreadActive reports whether PodTopologySpread runs for cs's class.
 func (e *Engine) spreadActive(cs *classState) bool {
 	return e.spreadPlugin && !cs.state.GetSkipFilterPlugins().Has(names.PodTopologySpread)
@@ -526,6 +565,9 @@ func (e *Engine) apply(ctx context.Context, cs *classState, entry *logEntry, r *
 			}
 			e.extend(ctx, cs, p, entry, false, r)
 		case roleSpread:
+			if r.borrowed.Has(p.name) && entry.kind != logPodAdded && entry.kind != logNodeAdded {
+				r.unsettled = true
+			}
 			if skipped || r.stale.Has(p.name) {
 				continue
 			}
@@ -630,6 +672,9 @@ func (e *Engine) unapply(ctx context.Context, cs *classState, entry *logEntry, r
 		if r.full {
 			return
 		}
+		if r.borrowed.Has(p.name) && p.role == roleSpread {
+			r.unsettled = true
+		}
 		if r.stale.Has(p.name) {
 			continue
 		}
@@ -700,7 +745,9 @@ func (e *Engine) rerunStale(ctx context.Context, cs *classState, r *replay) bool
 	if stale.Len() == 0 {
 		return true
 	}
-	if stale.Has(names.PodTopologySpread) {
+	// A borrowed state is as exact as a replayed one: whether it settled is known from the
+	// changes themselves (apply, unapply).
+	if stale.Has(names.PodTopologySpread) && !r.borrowed.Has(names.PodTopologySpread) {
 		r.unsettled = true
 	}
 	nodes, err := e.snapshot.List()

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 )
 
 func affine(topologyKey, app string) podOption {
@@ -268,6 +269,21 @@ func TestCachedPreFilterMatchesFreshPreFilter(t *testing.T) {
 					p.Spec.TopologySpreadConstraints[0].MinDomains = new(int32(4))
 					return p
 				},
+				// Classes of their own that share constraints with the ones above, so
+				// their PreFilter states are copied from those (sharedPreFilter, borrow):
+				// the zone spread with another size and an extra label, the anti-affinity
+				// with another size, the spread counting "zs" with matchLabelKeys.
+				func(n string) *corev1.Pod {
+					return testPod(n, "200m", "100Mi", labelled("app", "zs"), labelled("tier", "b"), spread(zoneLabel, "zs"))
+				},
+				func(n string) *corev1.Pod {
+					return testPod(n, "300m", "100Mi", labelled("app", "nginx"), antiAffine(corev1.LabelHostname, "nginx"))
+				},
+				func(n string) *corev1.Pod {
+					p := testPod(n, "100m", "200Mi", labelled("app", "zs"), labelled("tier", "b"), spread(zoneLabel, "zs"))
+					p.Spec.TopologySpreadConstraints[0].MatchLabelKeys = []string{"tier"}
+					return p
+				},
 			}
 			type placed struct {
 				pod  *corev1.Pod
@@ -347,6 +363,11 @@ func TestCachedPreFilterMatchesFreshPreFilter(t *testing.T) {
 					if fmt.Sprint(got) != fmt.Sprint(want) {
 						t.Fatalf("step %d, class %d: cached PreFilter %v, fresh PreFilter %v on %v", step, i, got, want, names)
 					}
+				}
+			}
+			for _, plugin := range []string{names.PodTopologySpread, names.InterPodAffinity} {
+				if e.stats.shared[plugin] == 0 {
+					t.Errorf("no class copied %s's state from another: sharing untested", plugin)
 				}
 			}
 		})
