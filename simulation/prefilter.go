@@ -608,7 +608,7 @@ func (e *Engine) apply(ctx context.Context, cs *classState, entry *logEntry, r *
 }
 
 // addCounted adds a pod the class's spread constraints may count with the plugin's AddPod,
-// and reruns its PreFilter only when that left the minimum stale.
+// and sets the minimum from the counts when that left it stale.
 func (e *Engine) addCounted(ctx context.Context, cs *classState, p preFilterPlugin, entry *logEntry, r *replay) {
 	before, ok := readSpread(cs.state, cs.pod)
 	if !ok {
@@ -620,7 +620,13 @@ func (e *Engine) addCounted(ctx context.Context, cs *classState, p preFilterPlug
 		r.full = true
 		return
 	}
-	if after, ok := readSpread(cs.state, cs.pod); !ok || after.minimumStale(held) {
+	after, ok := readSpread(cs.state, cs.pod)
+	if ok && after.minimumStale(held) {
+		// The counts are exact; the minimum is set from them, not counted again over
+		// every node. Whether it rose is settledSince's to tell.
+		ok = repairMinimums(cs.state)
+	}
+	if !ok {
 		r.markStale(p.name)
 	}
 }

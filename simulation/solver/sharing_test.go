@@ -73,7 +73,7 @@ func sharingWorkload(seed uint64) (*StaticState, []*corev1.Pod) {
 		}
 	}
 	var batch []*corev1.Pod
-	for i := range 120 + rng.IntN(60) {
+	for i := range 80 + rng.IntN(40) {
 		batch = append(batch, kinds[rng.IntN(len(kinds))](fmt.Sprintf("pending-%d", i)))
 	}
 	return state, batch
@@ -83,7 +83,7 @@ func sharingWorkload(seed uint64) (*StaticState, []*corev1.Pod) {
 // plans are the same as when every class computes its own state.
 func TestSharedPreFilterPlansAsIsolated(t *testing.T) {
 	isolated := func(o *Options) { o.Framework.IsolatedPreFilter = true }
-	for seed := range uint64(12) {
+	for seed := range uint64(6) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			state, batch := sharingWorkload(seed)
 			shared, err := newTestSolver(t, state, testcatalog.Bench()).Plan(t.Context(), batch)
