@@ -65,6 +65,8 @@ type preFilterPlugin struct {
 type classState struct {
 	key string      // the class's EquivalenceKey
 	pod *corev1.Pod // the pod PreFilter ran on; its class shares the state
+	// standIn is spread.standIn's PodInfo, for addDomain.
+	standIn fwk.PodInfo
 	// shareKeys are, per PreFilter plugin (in the engine's order), the plugin's
 	// preFilterShareKey for pod; "" when its state is the class's own.
 	shareKeys        []string
@@ -114,6 +116,9 @@ type spreadInfo struct {
 	// selfMatch: the pod matches all its selectors, so it can stand for a counted pod when
 	// a node is added.
 	selfMatch bool
+	// standIn, when the pod does not match its selectors, is a pod of its namespace that
+	// does (their matchLabels), to stand for a counted pod instead; nil when there is none.
+	standIn *corev1.Pod
 }
 
 type undoStep struct {
@@ -238,6 +243,12 @@ func (e *Engine) compute(ctx context.Context, key string, pod *corev1.Pod) *clas
 		}
 		cs.podInfo = info
 		cs.spread = spreadOf(pod)
+		if cs.spread.standIn != nil {
+			if cs.standIn, err = framework.NewPodInfo(cs.spread.standIn); err != nil {
+				cs.incremental = false
+				return cs
+			}
+		}
 		e.refreshView(cs)
 		cs.stableEpoch = e.nextEpoch()
 		e.lend(cs)
@@ -382,13 +393,57 @@ func spreadOf(pod *corev1.Pod) spreadInfo {
 	if len(info.selectors) == 0 {
 		return spreadInfo{unknown: true}
 	}
-	info.selfMatch = true
-	for _, sel := range info.selectors {
-		if !sel.Matches(labels.Set(pod.Labels)) {
-			info.selfMatch = false
-		}
+	info.selfMatch = matchesAll(info.selectors, pod.Labels)
+	if !info.selfMatch {
+		info.standIn = spreadStandIn(pod, info.selectors)
 	}
 	return info
+}
+
+func matchesAll(selectors []labels.Selector, podLabels map[string]string) bool {
+	for _, sel := range selectors {
+		if !sel.Matches(labels.Set(podLabels)) {
+			return false
+		}
+	}
+	return true
+}
+
+// spreadStandIn returns a pod of pod's namespace that every DoNotSchedule constraint of pod
+// counts: the union of their matchLabels, with pod's own values for their matchLabelKeys
+// (which the plugin adds to the selector); nil when the constraints select with expressions
+// or disagree.
+func spreadStandIn(pod *corev1.Pod, selectors []labels.Selector) *corev1.Pod {
+	set := map[string]string{}
+	put := func(key, value string) bool {
+		if old, ok := set[key]; ok && old != value {
+			return false
+		}
+		set[key] = value
+		return true
+	}
+	for _, c := range pod.Spec.TopologySpreadConstraints {
+		if c.WhenUnsatisfiable != corev1.DoNotSchedule {
+			continue
+		}
+		if c.LabelSelector == nil || len(c.LabelSelector.MatchExpressions) > 0 {
+			return nil
+		}
+		for key, value := range c.LabelSelector.MatchLabels {
+			if !put(key, value) {
+				return nil
+			}
+		}
+		for _, key := range c.MatchLabelKeys {
+			if value, ok := pod.Labels[key]; ok && !put(key, value) {
+				return nil
+			}
+		}
+	}
+	if !matchesAll(selectors, set) {
+		return nil
+	}
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Labels: set}}
 }
 
 // spreadCounts reports whether pod may be counted by cs's spread constraints. The selectors
@@ -555,7 +610,7 @@ func (e *Engine) apply(ctx context.Context, cs *classState, entry *logEntry, r *
 		switch p.role {
 		case roleExtended:
 			if skipped {
-				if endsSkip(p, entry, false) {
+				if endsSkip(cs, p, entry, false) {
 					r.markStale(p.name)
 				}
 				continue
@@ -635,33 +690,63 @@ func (e *Engine) addCounted(ctx context.Context, cs *classState, p preFilterPlug
 // class's pod is added to it and removed again, leaving the domain with zero pods. The
 // plugin's AddPod applies the same node inclusion rules as its PreFilter.
 func (e *Engine) addDomain(ctx context.Context, cs *classState, p preFilterPlugin, node fwk.NodeInfo, r *replay) {
+	counted := cs.podInfo
 	if !cs.spread.selfMatch {
+		counted = cs.standIn
+	}
+	if counted == nil {
 		r.markStale(p.name)
 		return
 	}
 	ext := p.plugin.PreFilterExtensions()
-	if !ext.AddPod(ctx, cs.state, cs.pod, cs.podInfo, node).IsSuccess() ||
-		!ext.RemovePod(ctx, cs.state, cs.pod, cs.podInfo, node).IsSuccess() {
+	if !ext.AddPod(ctx, cs.state, cs.pod, counted, node).IsSuccess() ||
+		!ext.RemovePod(ctx, cs.state, cs.pod, counted, node).IsSuccess() {
 		r.full = true
 	}
 }
 
-// endsSkip reports whether a change (or its undoing) may end a plugin's Skip. Skips of the
-// in-tree plugins depend on the pod alone, but for InterPodAffinity's: a pod without terms
-// skips it while no pod in the snapshot has required anti-affinity that counts, and a pod
-// with some arriving, or a node whose pods have some getting new labels, changes that.
-func endsSkip(p preFilterPlugin, entry *logEntry, undo bool) bool {
+// endsSkip reports whether a change (or its undoing) may end a plugin's Skip for cs. Skips
+// of the in-tree plugins depend on the pod alone, but for InterPodAffinity's: a pod without
+// terms skips it while no pod in the snapshot has required anti-affinity that matches it,
+// and a pod with such a term arriving, or a node whose pods have some getting new labels,
+// changes that.
+func endsSkip(cs *classState, p preFilterPlugin, entry *logEntry, undo bool) bool {
 	if p.name != names.InterPodAffinity {
 		return false
 	}
 	switch {
 	case entry.kind == logPodAdded && !undo, entry.kind == logPodRemoved && undo:
-		return len(entry.pod.GetRequiredAntiAffinityTerms()) > 0
+		return antiAffinityMayMatch(entry.pod, cs.pod)
 	case entry.kind == logNodeReplaced:
 		for _, pod := range entry.pods {
 			if len(pod.GetRequiredAntiAffinityTerms()) > 0 {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// antiAffinityMayMatch reports whether a required anti-affinity term of existing may match
+// pod, as InterPodAffinity's PreFilter counts them: the term's namespaces hold pod's and its
+// selector matches pod's labels. A term with a namespace selector or label keys (which
+// depend on labels the engine does not look up) may match.
+func antiAffinityMayMatch(existing fwk.PodInfo, pod *corev1.Pod) bool {
+	terms := existing.GetRequiredAntiAffinityTerms()
+	if len(terms) == 0 {
+		return false
+	}
+	if a := existing.GetPod().Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+		for _, t := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+			if t.NamespaceSelector != nil || len(t.MatchLabelKeys) > 0 || len(t.MismatchLabelKeys) > 0 {
+				return true
+			}
+		}
+	}
+	set := labels.Set(pod.Labels)
+	for _, t := range terms {
+		if t.Namespaces.Has(pod.Namespace) && t.Selector.Matches(set) {
+			return true
 		}
 	}
 	return false
@@ -685,7 +770,7 @@ func (e *Engine) unapply(ctx context.Context, cs *classState, entry *logEntry, r
 			continue
 		}
 		if skip.Has(p.name) {
-			if endsSkip(p, entry, true) {
+			if endsSkip(cs, p, entry, true) {
 				r.markStale(p.name)
 			}
 			continue
