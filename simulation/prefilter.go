@@ -3,6 +3,7 @@ package simulation
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -638,6 +639,17 @@ func (e *Engine) apply(ctx context.Context, cs *classState, entry *logEntry, r *
 				}
 			case logNodeAdded:
 				e.addDomain(ctx, cs, p, entry.node, r)
+			case logNodeRemoved:
+				// Its counted pods leave, and its domain may go with it (PreFilter counts
+				// only the domains of the nodes there are); a node outside every domain
+				// holding no counted pod changes nothing.
+				if cs.outsideSpread(entry.node.Node()) && !slices.ContainsFunc(entry.pods, func(pod fwk.PodInfo) bool {
+					return cs.spreadCounts(pod.GetPod())
+				}) {
+					continue
+				}
+				r.unsettled = true
+				r.markStale(p.name)
 			case logNodeReplaced:
 				// A node that was outside every domain enters the new one with its pods:
 				// a new empty domain unless one of its pods is counted.
@@ -717,6 +729,8 @@ func endsSkip(cs *classState, p preFilterPlugin, entry *logEntry, undo bool) boo
 	switch {
 	case entry.kind == logPodAdded && !undo, entry.kind == logPodRemoved && undo:
 		return antiAffinityMayMatch(entry.pod, cs.pod)
+	case entry.kind == logNodeRemoved && undo:
+		return slices.ContainsFunc(entry.pods, func(pod fwk.PodInfo) bool { return antiAffinityMayMatch(pod, cs.pod) })
 	case entry.kind == logNodeReplaced:
 		for _, pod := range entry.pods {
 			if len(pod.GetRequiredAntiAffinityTerms()) > 0 {
@@ -788,12 +802,12 @@ func (e *Engine) unapply(ctx context.Context, cs *classState, entry *logEntry, r
 	}
 }
 
-// followsNodeDevices reports whether p is DynamicResources and entry adds or changes a node:
+// followsNodeDevices reports whether p is DynamicResources and entry adds, changes or removes a node:
 // its PreFilter builds an allocator from the ResourceSlices it sees then, and caches what it
 // found per node, so a node that comes with slices of its own (a hypothetical node's) needs
 // the PreFilter rerun. Pods without claims skip the plugin and never rerun it.
 func followsNodeDevices(p preFilterPlugin, entry *logEntry) bool {
-	return p.name == names.DynamicResources && (entry.kind == logNodeAdded || entry.kind == logNodeReplaced)
+	return p.name == names.DynamicResources && (entry.kind == logNodeAdded || entry.kind == logNodeReplaced || entry.kind == logNodeRemoved)
 }
 
 // extend runs p's AddPod and RemovePod for entry, or undoes it.
@@ -817,6 +831,14 @@ func (e *Engine) extend(ctx context.Context, cs *classState, p preFilterPlugin, 
 		add(entry.pod, entry.node)
 	case entry.kind == logPodRemoved && !undo, entry.kind == logPodAdded && undo:
 		remove(entry.pod, entry.node)
+	case entry.kind == logNodeRemoved:
+		for _, pod := range entry.pods {
+			if undo {
+				add(pod, entry.node)
+			} else {
+				remove(pod, entry.node)
+			}
+		}
 	case entry.kind == logNodeReplaced:
 		from, to := entry.prev, entry.node
 		if undo {

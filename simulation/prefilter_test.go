@@ -373,3 +373,89 @@ func TestCachedPreFilterMatchesFreshPreFilter(t *testing.T) {
 		})
 	}
 }
+
+// Consolidation's pattern: a loaded cluster, forks that remove nodes with their pods, probes
+// of every class against a fresh PreFilter inside the fork and after the revert. Removing a
+// node is followed with the plugins' RemovePod (and their AddPod when reverted), and
+// PodTopologySpread, whose domain may go with the node, is recomputed (or copied).
+func TestCachedPreFilterFollowsNodeRemoval(t *testing.T) {
+	for _, seed := range []uint64{0, 1, 2, 3} {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 9))
+			zones := []string{"z1", "z2", "z3"}
+			classes := []func(string) *corev1.Pod{
+				func(n string) *corev1.Pod { return testPod(n, "100m", "100Mi", labelled("app", "plain")) },
+				func(n string) *corev1.Pod {
+					return testPod(n, "100m", "100Mi", labelled("app", "zs"), spread(zoneLabel, "zs"))
+				},
+				func(n string) *corev1.Pod {
+					return testPod(n, "200m", "100Mi", labelled("app", "hs"), spread(corev1.LabelHostname, "hs"))
+				},
+				func(n string) *corev1.Pod {
+					return testPod(n, "100m", "100Mi", labelled("app", "za"), affine(zoneLabel, "za"))
+				},
+				func(n string) *corev1.Pod {
+					return testPod(n, "100m", "100Mi", labelled("app", "nginx"), antiAffine(corev1.LabelHostname, "nginx"))
+				},
+				func(n string) *corev1.Pod {
+					return testPod(n, "300m", "100Mi", labelled("app", "nginx"), antiAffine(corev1.LabelHostname, "nginx"))
+				},
+				func(n string) *corev1.Pod {
+					return testPod(n, "100m", "100Mi", labelled("app", "zanti"), antiAffine(zoneLabel, "plain"))
+				},
+				func(n string) *corev1.Pod {
+					return testPod(n, "100m", "100Mi", labelled("app", "other"), spread(zoneLabel, "zs"))
+				},
+			}
+			var nodes []*corev1.Node
+			var pods []*corev1.Pod
+			for i := range 9 {
+				name := fmt.Sprintf("n%d", i)
+				nodes = append(nodes, testNode(name, "64", "256Gi", inZone(zones[i%3])))
+				for j := range rng.IntN(4) {
+					pod := classes[rng.IntN(len(classes))](fmt.Sprintf("bound-%d-%d", i, j))
+					pod.Spec.NodeName = name
+					pods = append(pods, pod)
+				}
+			}
+			e := newTestEngine(t, nodes, pods, nil, nil)
+			ctx := t.Context()
+			probe := func(when string, step int) {
+				t.Helper()
+				names := e.Snapshot().NodeNames()
+				for i, class := range classes {
+					p := class(fmt.Sprintf("probe-%d-%d", step, i))
+					if got, want := engineFits(ctx, e, p, names), oracleFits(ctx, t, e, p, names); fmt.Sprint(got) != fmt.Sprint(want) {
+						t.Fatalf("step %d %s, class %d: cached PreFilter %v, fresh PreFilter %v on %v", step, when, i, got, want, names)
+					}
+				}
+			}
+			probe("loaded", 0)
+			for step := 1; step <= 30; step++ {
+				e.Fork()
+				left := e.Snapshot().NodeNames()
+				for range 1 + rng.IntN(3) {
+					if len(left) > 3 {
+						must(t, e.Snapshot().RemoveNode(left[rng.IntN(len(left))]))
+						left = e.Snapshot().NodeNames()
+					}
+				}
+				// A plan in the fork places some pods on what is left.
+				for i := range rng.IntN(3) {
+					pod := classes[rng.IntN(len(classes))](fmt.Sprintf("moved-%d-%d", step, i))
+					e.SchedulePod(ctx, pod, left[rng.IntN(len(left))])
+				}
+				probe("in the fork", step)
+				if rng.IntN(4) == 0 {
+					must(t, e.Commit())
+				} else {
+					must(t, e.Revert())
+				}
+				probe("after the fork", step)
+			}
+			if e.stats.ran[names.InterPodAffinity] > len(classes)+2 {
+				t.Errorf("InterPodAffinity's PreFilter ran %d times for %d classes: removals are not followed", e.stats.ran[names.InterPodAffinity], len(classes))
+			}
+		})
+	}
+}
