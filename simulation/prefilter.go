@@ -252,9 +252,27 @@ func (e *Engine) compute(ctx context.Context, key string, pod *corev1.Pod) *clas
 		}
 		e.refreshView(cs)
 		cs.stableEpoch = e.nextEpoch()
+		cs.undo = e.forkSteps()
 		e.lend(cs)
 	}
 	return cs
+}
+
+// forkSteps returns the changes of the open forks as undo steps: a state computed inside a
+// fork holds them as if it had been computed before the fork and followed them, so reverting
+// the fork undoes them (as update does for any followed change) instead of computing the
+// state again. Consolidation computes its classes inside its first fork and reverts it.
+func (e *Engine) forkSteps() []undoStep {
+	s := e.snapshot
+	var steps []undoStep
+	for i := s.permanentLen(); i < len(s.log); i++ {
+		step := undoStep{index: i, entry: s.log[i]}
+		if i > 0 {
+			step.prevGen = s.log[i-1].gen
+		}
+		steps = append(steps, step)
+	}
+	return steps
 }
 
 // runPreFilter runs the PreFilter plugins for cs's pod in the framework's order and
