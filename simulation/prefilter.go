@@ -6,9 +6,11 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
@@ -483,6 +485,33 @@ func (cs *classState) spreadCounts(pod *corev1.Pod) bool {
 	return false
 }
 
+// sameDomains reports whether PodTopologySpread counts the pods of a node in the same domains
+// before and after its Node object changed from prev to next: the same values of every
+// constraint's key, and the same answer from the inclusion policies (the pod's required node
+// affinity, the node's taints).
+func (cs *classState) sameDomains(prev, next *corev1.Node) bool {
+	if cs.spread.unknown {
+		return false
+	}
+	for _, key := range cs.spread.keys {
+		before, had := prev.Labels[key]
+		after, has := next.Labels[key]
+		if had != has || before != after {
+			return false
+		}
+	}
+	if !equality.Semantic.DeepEqual(prev.Spec.Taints, next.Spec.Taints) {
+		return false
+	}
+	affinity := nodeaffinity.GetRequiredNodeAffinity(cs.pod)
+	before, err := affinity.Match(prev)
+	if err != nil {
+		return false
+	}
+	after, err := affinity.Match(next)
+	return err == nil && before == after
+}
+
 // outsideSpread reports whether node lacks a topology key of cs's constraints: then
 // PodTopologySpread counts neither the node as a domain nor its pods.
 func (cs *classState) outsideSpread(node *corev1.Node) bool {
@@ -669,9 +698,13 @@ func (e *Engine) apply(ctx context.Context, cs *classState, entry *logEntry, r *
 				r.unsettled = true
 				r.markStale(p.name)
 			case logNodeReplaced:
-				// A node that was outside every domain enters the new one with its pods:
-				// a new empty domain unless one of its pods is counted.
+				// A node that stays in the same domains, as the plugin includes nodes,
+				// changes no count. A node that was outside every domain enters the new one
+				// with its pods: a new empty domain unless one of its pods is counted.
 				r.unsettled = true
+				if cs.sameDomains(entry.prev.Node(), entry.node.Node()) {
+					continue
+				}
 				if !cs.outsideSpread(entry.prev.Node()) {
 					r.markStale(p.name)
 					continue

@@ -190,6 +190,20 @@ func TestCachedPreFilterFollowsChanges(t *testing.T) {
 		},
 		node: "b",
 		fits: false,
+	}, {
+		name:  "a relabelled node keeps its hostname but enters the pod's node affinity",
+		nodes: []*corev1.Node{zoned("a", "z1"), zoned("b", "z2")},
+		class: func(n string) *corev1.Pod {
+			return testPod(n, "100m", "100Mi", labelled("app", "hs"), spread(corev1.LabelHostname, "hs"), requiringZone("z1"))
+		},
+		change: func(t *testing.T, e *Engine) {
+			// b is outside the class's domains (node affinity) while it is in z2.
+			must(t, e.Snapshot().AddPod(testPod("hs-1", "100m", "100Mi", labelled("app", "hs")), "b"))
+			e.CheckPredicates(t.Context(), testPod("hs-probe", "100m", "100Mi", labelled("app", "hs"), spread(corev1.LabelHostname, "hs"), requiringZone("z1")), "a")
+			must(t, e.Snapshot().ReplaceNode(zoned("b", "z1")))
+		},
+		node: "b",
+		fits: false,
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
