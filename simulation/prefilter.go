@@ -318,8 +318,12 @@ func (e *Engine) runPreFilter(ctx context.Context, cs *classState) (*fwk.PreFilt
 		}
 		result = result.Merge(r)
 		if !result.AllNodes() && len(result.NodeNames) == 0 {
-			return result, fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
-				fmt.Sprintf("node(s) didn't satisfy plugin(s) %v simultaneously", sortedList(withNodes))), sortedList(withNodes)
+			plugins := sortedList(withNodes)
+			msg := fmt.Sprintf("node(s) didn't satisfy plugin(s) %v simultaneously", plugins)
+			if len(plugins) == 1 {
+				msg = fmt.Sprintf("node(s) didn't satisfy plugin %v", plugins[0])
+			}
+			return result, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg), plugins
 		}
 	}
 	return result, unschedulable, sortedList(withNodes)
