@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 )
@@ -486,6 +487,60 @@ func TestCachedPreFilterFollowsNodeRemoval(t *testing.T) {
 			}
 			if e.stats.ran[names.InterPodAffinity] > len(classes)+len(late)+2 {
 				t.Errorf("InterPodAffinity's PreFilter ran %d times for %d classes: removals are not followed", e.stats.ran[names.InterPodAffinity], len(classes))
+			}
+		})
+	}
+}
+
+func describe(s *fwk.Status) string {
+	if s == nil {
+		return "success"
+	}
+	return fmt.Sprint(s.Code(), s.Reasons(), s.Plugin())
+}
+
+// The engine runs the PreFilter plugins itself (so that a class can copy a plugin's state);
+// it must answer what the framework's RunPreFilterPlugins answers: status, node list and
+// skipped plugins.
+func TestRunPreFilterAnswersAsTheFramework(t *testing.T) {
+	onNodes := func(names ...string) podOption {
+		return func(p *corev1.Pod) {
+			p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+					MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: names}},
+				}}},
+			}}
+		}
+	}
+	pods := []*corev1.Pod{
+		testPod("plain", "100m", "100Mi", labelled("app", "plain")),
+		testPod("spread", "100m", "100Mi", labelled("app", "s"), spread(zoneLabel, "s")),
+		testPod("anti", "100m", "100Mi", labelled("app", "nginx"), antiAffine(corev1.LabelHostname, "nginx")),
+		testPod("zoned", "100m", "100Mi", requiringZone("z2")),
+		testPod("named", "100m", "100Mi", onNodes("a")),
+		testPod("nowhere", "100m", "100Mi", onNodes("missing")),
+		testPod("ports", "100m", "100Mi", hostPort(8080)),
+	}
+	nodes := []*corev1.Node{testNode("a", "8", "16Gi", inZone("z1")), testNode("b", "8", "16Gi", inZone("z2"))}
+	bound := []*corev1.Pod{testPod("guard", "100m", "100Mi", labelled("app", "guard"), antiAffine(corev1.LabelHostname, "plain"), onNode("a"))}
+	e := newTestEngine(t, nodes, bound, nil, nil)
+	ctx := t.Context()
+	for _, pod := range pods {
+		t.Run(pod.Name, func(t *testing.T) {
+			state := framework.NewCycleState()
+			result, status, withNodes := e.Framework().RunPreFilterPlugins(ctx, state, pod)
+			cs := e.preFilter(ctx, pod)
+			if got, want := describe(cs.status), describe(status); got != want {
+				t.Errorf("status %s, framework %s", got, want)
+			}
+			if got, want := fmt.Sprint(cs.result), fmt.Sprint(result); got != want {
+				t.Errorf("result %s, framework %s", got, want)
+			}
+			if got, want := fmt.Sprint(cs.pluginsWithNodes), fmt.Sprint(sortedList(withNodes)); got != want {
+				t.Errorf("plugins with nodes %s, framework %s", got, want)
+			}
+			if got, want := fmt.Sprint(sortedList(cs.state.GetSkipFilterPlugins())), fmt.Sprint(sortedList(state.GetSkipFilterPlugins())); got != want {
+				t.Errorf("skipped %s, framework %s", got, want)
 			}
 		})
 	}
