@@ -14,8 +14,9 @@ const (
 	logPodRemoved
 	logNodeAdded    // a node without pods
 	logNodeReplaced // the node object changed, its pods stayed
-	// logOpaque is a change cached PreFilter states cannot follow: a node removed, or a pod
-	// reserved whose Reserve changed plugin bookkeeping (volumes, resource claims).
+	logNodeRemoved  // a node removed with its pods
+	// logOpaque is a change cached PreFilter states cannot follow: a pod reserved whose
+	// Reserve changed plugin bookkeeping (volumes, resource claims).
 	logOpaque
 )
 
@@ -27,7 +28,7 @@ type logEntry struct {
 	// still in the log at the same index with the same gen is the same change.
 	gen  uint64
 	pod  fwk.PodInfo
-	pods []fwk.PodInfo // the node's pods, for logNodeReplaced
+	pods []fwk.PodInfo // the node's pods, for logNodeReplaced and logNodeRemoved
 	node fwk.NodeInfo
 	prev fwk.NodeInfo // the node before, for logNodeReplaced
 }

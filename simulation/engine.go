@@ -34,7 +34,14 @@ type Engine struct {
 	reserveReadOnly bool
 	classes         map[string]*classState
 	keys            map[*corev1.Pod]string
-	epochs          uint64 // last stable epoch handed out (classState.stableEpoch)
+	// shares holds, per preFilterShareKey, the class that lends that plugin state to
+	// classes computing it; busy are the classes being brought up to date, which lend
+	// nothing meanwhile. isolated turns the sharing off.
+	shares   map[string]*classState
+	busy     map[string]bool
+	isolated bool
+	stats    preFilterStats
+	epochs   uint64 // last stable epoch handed out (classState.stableEpoch)
 }
 
 // NewEngine builds the profile's framework over snapshot (see NewFramework for the
@@ -69,8 +76,12 @@ func NewEngine(ctx context.Context, snapshot *Snapshot, profile *config.KubeSche
 		reserveReadOnly: !slices.ContainsFunc(fw.ListPlugins().Reserve.Enabled, func(p config.Plugin) bool {
 			return p.Name != names.VolumeBinding && p.Name != names.DynamicResources
 		}),
-		classes: map[string]*classState{},
-		keys:    map[*corev1.Pod]string{},
+		classes:  map[string]*classState{},
+		keys:     map[*corev1.Pod]string{},
+		shares:   map[string]*classState{},
+		busy:     map[string]bool{},
+		isolated: opts.IsolatedPreFilter,
+		stats:    preFilterStats{ran: map[string]int{}, shared: map[string]int{}},
 	}, nil
 }
 
@@ -95,6 +106,7 @@ func (e *Engine) Commit() error { return e.snapshot.Commit() }
 func (e *Engine) Reset(nodes []*corev1.Node, pods []*corev1.Pod) error {
 	clear(e.classes)
 	clear(e.keys)
+	clear(e.shares)
 	return e.snapshot.Reset(nodes, pods)
 }
 

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 )
 
 // EquivalenceKey returns a key shared by pods that every Filter treats alike: same
@@ -106,4 +107,68 @@ func schedulingVolumes(volumes []corev1.Volume) []corev1.Volume {
 		kept = append(kept, v)
 	}
 	return kept
+}
+
+// preFilterShareKey returns a key shared by pods for which plugin's PreFilter computes the
+// same state over the same snapshot, so that one class can start from another's state; false
+// when the engine does not know what the state depends on.
+//
+//   - PodTopologySpread counts, per DoNotSchedule constraint, the pods of the pod's namespace
+//     that its selector matches on the nodes the constraint's inclusion policies admit (the
+//     pod's required node affinity and node selector, its tolerations). matchLabelKeys make
+//     the selector depend on the pod's labels. Pods without constraints of their own get the
+//     profile's default ones, which depend on the pod's services and owners: not shared.
+//   - InterPodAffinity counts the existing pods whose required anti-affinity matches the pod
+//     (its namespace and labels) and the pods matching its own required terms.
+func preFilterShareKey(plugin string, pod *corev1.Pod) (string, bool) {
+	var view any
+	switch plugin {
+	case names.PodTopologySpread:
+		if len(pod.Spec.TopologySpreadConstraints) == 0 {
+			return "", false
+		}
+		v := spreadShareView{Namespace: pod.Namespace, Constraints: pod.Spec.TopologySpreadConstraints,
+			NodeSelector: pod.Spec.NodeSelector, Tolerations: pod.Spec.Tolerations}
+		if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil {
+			v.NodeAffinity = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+		}
+		for _, c := range pod.Spec.TopologySpreadConstraints {
+			for _, key := range c.MatchLabelKeys {
+				if value, ok := pod.Labels[key]; ok {
+					if v.MatchLabels == nil {
+						v.MatchLabels = map[string]string{}
+					}
+					v.MatchLabels[key] = value
+				}
+			}
+		}
+		view = v
+	case names.InterPodAffinity:
+		v := affinityShareView{Namespace: pod.Namespace, Labels: pod.Labels}
+		if a := pod.Spec.Affinity; a != nil {
+			v.Affinity, v.AntiAffinity = a.PodAffinity, a.PodAntiAffinity
+		}
+		view = v
+	default:
+		return "", false
+	}
+	hash := fnv.New128a()
+	_ = json.NewEncoder(hash).Encode(view)
+	return plugin + "/" + hex.EncodeToString(hash.Sum(nil)), true
+}
+
+type spreadShareView struct {
+	Namespace    string                            `json:"ns"`
+	Constraints  []corev1.TopologySpreadConstraint `json:"spread"`
+	MatchLabels  map[string]string                 `json:"matchLabels,omitempty"`
+	NodeSelector map[string]string                 `json:"nodeSelector,omitempty"`
+	NodeAffinity *corev1.NodeSelector              `json:"nodeAffinity,omitempty"`
+	Tolerations  []corev1.Toleration               `json:"tolerations,omitempty"`
+}
+
+type affinityShareView struct {
+	Namespace    string                  `json:"ns"`
+	Labels       map[string]string       `json:"labels,omitempty"`
+	Affinity     *corev1.PodAffinity     `json:"affinity,omitempty"`
+	AntiAffinity *corev1.PodAntiAffinity `json:"antiAffinity,omitempty"`
 }

@@ -40,6 +40,10 @@ type FrameworkOptions struct {
 	Exclude []string
 	// Parallelism bounds the framework's internal parallelism; 0 means the framework default.
 	Parallelism int
+	// IsolatedPreFilter makes an Engine compute every equivalence class's PreFilter state
+	// on its own instead of copying what classes with the same constraints share; for
+	// comparisons only, it plans the same, slower.
+	IsolatedPreFilter bool
 }
 
 // NewFramework builds a framework with the same plugins and args as profile, from the

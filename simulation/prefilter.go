@@ -3,11 +3,14 @@ package simulation
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
@@ -63,7 +66,13 @@ type preFilterPlugin struct {
 // classState is the PreFilter outcome of one equivalence class, valid for the snapshot's
 // content up to log entry at.
 type classState struct {
-	pod              *corev1.Pod // the pod PreFilter ran on; its class shares the state
+	key string      // the class's EquivalenceKey
+	pod *corev1.Pod // the pod PreFilter ran on; its class shares the state
+	// standIn is spread.standIn's PodInfo, for addDomain.
+	standIn fwk.PodInfo
+	// shareKeys are, per PreFilter plugin (in the engine's order), the plugin's
+	// preFilterShareKey for pod; "" when its state is the class's own.
+	shareKeys        []string
 	podInfo          fwk.PodInfo
 	state            fwk.CycleState
 	result           *fwk.PreFilterResult
@@ -98,7 +107,7 @@ type checkpoint struct {
 
 // spreadStateKey is where PodTopologySpread keeps its PreFilter state ("PreFilter" + name,
 // as every in-tree plugin does).
-const spreadStateKey fwk.StateKey = "PreFilter" + names.PodTopologySpread
+var spreadStateKey = stateKeyOf(names.PodTopologySpread)
 
 // spreadInfo is what the engine needs to know of a pod's spread constraints.
 type spreadInfo struct {
@@ -110,6 +119,9 @@ type spreadInfo struct {
 	// selfMatch: the pod matches all its selectors, so it can stand for a counted pod when
 	// a node is added.
 	selfMatch bool
+	// standIn, when the pod does not match its selectors, is a pod of its namespace that
+	// does (their matchLabels), to stand for a counted pod instead; nil when there is none.
+	standIn *corev1.Pod
 }
 
 type undoStep struct {
@@ -126,6 +138,9 @@ type replay struct {
 	restoreSpread bool
 	// unsettled: PodTopologySpread's state changed other than by pods added.
 	unsettled bool
+	// borrowed are the plugins whose states are copied from a lender instead of replayed
+	// (borrow); they are stale from the start.
+	borrowed sets.Set[string]
 }
 
 func (r *replay) markStale(name string) {
@@ -147,24 +162,29 @@ func (e *Engine) classKey(pod *corev1.Pod) string {
 
 // preFilter returns the PreFilter outcome of pod's class for the snapshot's current content.
 func (e *Engine) preFilter(ctx context.Context, pod *corev1.Pod) *classState {
-	key := e.classKey(pod)
+	return e.preFilterClass(ctx, e.classKey(pod), pod)
+}
+
+// preFilterClass brings the PreFilter state of class key (of which pod is a member) to the
+// snapshot's current content.
+func (e *Engine) preFilterClass(ctx context.Context, key string, pod *corev1.Pod) *classState {
 	cs := e.classes[key]
 	s := e.snapshot
-	if cs == nil || cs.epoch != s.epoch || !cs.incremental {
-		if cs != nil && cs.epoch == s.epoch && cs.current(s) {
-			return cs
-		}
-		cs = e.compute(ctx, pod)
-		e.classes[key] = cs
+	if cs != nil && cs.epoch == s.epoch && cs.current(s) {
 		return cs
 	}
-	if cs.current(s) {
+	// While the class is brought up to date, it lends its state to no other class.
+	e.busy[key] = true
+	defer delete(e.busy, key)
+	if cs == nil || cs.epoch != s.epoch || !cs.incremental {
+		cs = e.compute(ctx, key, pod)
+		e.classes[key] = cs
 		return cs
 	}
 	before := cs.view
 	r, ok := e.update(ctx, cs)
 	if !ok {
-		cs = e.compute(ctx, cs.pod)
+		cs = e.compute(ctx, key, cs.pod)
 		e.classes[key] = cs
 		return cs
 	}
@@ -172,6 +192,7 @@ func (e *Engine) preFilter(ctx context.Context, pod *corev1.Pod) *classState {
 	if r.unsettled || !cs.view.settledSince(before) {
 		cs.stableEpoch = e.nextEpoch()
 	}
+	e.lend(cs)
 	return cs
 }
 
@@ -206,21 +227,14 @@ func (cs *classState) current(s *Snapshot) bool {
 	return cs.at == len(s.log) && (cs.at == 0 || s.log[cs.at-1].gen == cs.atGen)
 }
 
-// compute runs every PreFilter for pod.
-func (e *Engine) compute(ctx context.Context, pod *corev1.Pod) *classState {
+// compute runs every PreFilter for pod, the class key's member; a plugin's state is copied
+// from another class that shares it (sharedPreFilter) instead, when one can lend it.
+func (e *Engine) compute(ctx context.Context, key string, pod *corev1.Pod) *classState {
 	s := e.snapshot
 	state := framework.NewCycleState()
-	result, status, withNodes := e.fw.RunPreFilterPlugins(ctx, state, pod)
-	cs := &classState{
-		pod:              pod,
-		state:            state,
-		result:           result,
-		status:           status,
-		pluginsWithNodes: sortedList(withNodes),
-		epoch:            s.epoch,
-		at:               len(s.log),
-		incremental:      status.IsSuccess() && e.rolesKnown,
-	}
+	cs := &classState{key: key, pod: pod, state: state, shareKeys: e.shareKeysOf(pod), epoch: s.epoch, at: len(s.log)}
+	cs.result, cs.status, cs.pluginsWithNodes = e.runPreFilter(ctx, cs)
+	cs.incremental = cs.status.IsSuccess() && e.rolesKnown
 	if cs.at > 0 {
 		cs.atGen = s.log[cs.at-1].gen
 	}
@@ -232,10 +246,159 @@ func (e *Engine) compute(ctx context.Context, pod *corev1.Pod) *classState {
 		}
 		cs.podInfo = info
 		cs.spread = spreadOf(pod)
+		if cs.spread.standIn != nil {
+			if cs.standIn, err = framework.NewPodInfo(cs.spread.standIn); err != nil {
+				cs.incremental = false
+				return cs
+			}
+		}
 		e.refreshView(cs)
 		cs.stableEpoch = e.nextEpoch()
+		cs.undo = e.forkSteps()
+		e.lend(cs)
 	}
 	return cs
+}
+
+// forkSteps returns the changes of the open forks as undo steps: a state computed inside a
+// fork holds them as if it had been computed before the fork and followed them, so reverting
+// the fork undoes them (as update does for any followed change) instead of computing the
+// state again. Consolidation computes its classes inside its first fork and reverts it.
+func (e *Engine) forkSteps() []undoStep {
+	s := e.snapshot
+	var steps []undoStep
+	for i := s.permanentLen(); i < len(s.log); i++ {
+		step := undoStep{index: i, entry: s.log[i]}
+		if i > 0 {
+			step.prevGen = s.log[i-1].gen
+		}
+		steps = append(steps, step)
+	}
+	return steps
+}
+
+// runPreFilter runs the PreFilter plugins for cs's pod in the framework's order and
+// combines their answers as the framework's RunPreFilterPlugins does: a skip is recorded in
+// the state, UnschedulableAndUnresolvable or an error stops, Unschedulable is returned
+// after the others ran, and the plugins' node lists are intersected.
+func (e *Engine) runPreFilter(ctx context.Context, cs *classState) (*fwk.PreFilterResult, *fwk.Status, []string) {
+	skip := sets.New[string]()
+	defer func() { cs.state.SetSkipFilterPlugins(skip) }()
+	nodes, err := e.snapshot.List()
+	if err != nil {
+		return nil, fwk.AsStatus(fmt.Errorf("listing nodes: %w", err)), nil
+	}
+	var result *fwk.PreFilterResult
+	var unschedulable *fwk.Status
+	withNodes := sets.New[string]()
+	for i, p := range e.preFilterPlugins {
+		status, shared := e.sharedPreFilter(ctx, cs, i)
+		var r *fwk.PreFilterResult
+		if !shared {
+			e.stats.ran[p.name]++
+			r, status = p.plugin.PreFilter(ctx, cs.state, cs.pod, nodes)
+		}
+		if status.IsSkip() {
+			skip.Insert(p.name)
+			continue
+		}
+		if !status.IsSuccess() {
+			status.SetPlugin(p.name)
+			switch status.Code() {
+			case fwk.UnschedulableAndUnresolvable:
+				return nil, status, nil
+			case fwk.Unschedulable:
+				unschedulable = status
+				continue
+			}
+			return nil, fwk.AsStatus(fmt.Errorf("running PreFilter plugin %q: %w", p.name, status.AsError())).WithPlugin(p.name), nil
+		}
+		if !r.AllNodes() {
+			withNodes.Insert(p.name)
+		}
+		result = result.Merge(r)
+		if !result.AllNodes() && len(result.NodeNames) == 0 {
+			plugins := sortedList(withNodes)
+			msg := fmt.Sprintf("node(s) didn't satisfy plugin(s) %v simultaneously", plugins)
+			if len(plugins) == 1 {
+				msg = fmt.Sprintf("node(s) didn't satisfy plugin %v", plugins[0])
+			}
+			return result, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg), plugins
+		}
+	}
+	return result, unschedulable, sortedList(withNodes)
+}
+
+// shareKeysOf returns pod's preFilterShareKey per PreFilter plugin, nil when no plugin's
+// state is shared.
+func (e *Engine) shareKeysOf(pod *corev1.Pod) []string {
+	if e.isolated || !e.rolesKnown {
+		return nil
+	}
+	var keys []string
+	for i, p := range e.preFilterPlugins {
+		key, ok := preFilterShareKey(p.name, pod)
+		if !ok {
+			continue
+		}
+		if keys == nil {
+			keys = make([]string, len(e.preFilterPlugins))
+		}
+		keys[i] = key
+	}
+	return keys
+}
+
+// sharedPreFilter gives cs the state of its i-th PreFilter plugin from the class that last
+// held it for the same share key, brought to the snapshot's current content first: the
+// plugin's PreFilter would compute it again from the same inputs (preFilterShareKey). It
+// reports false when no class can lend it; then the plugin's PreFilter runs. A state the
+// lender followed incrementally is as exact as its own: its AddPod and RemovePod keep it,
+// and PodTopologySpread's PreFilter reran when its minimum went stale.
+func (e *Engine) sharedPreFilter(ctx context.Context, cs *classState, i int) (*fwk.Status, bool) {
+	if cs.shareKeys == nil || cs.shareKeys[i] == "" {
+		return nil, false
+	}
+	shareKey, name := cs.shareKeys[i], e.preFilterPlugins[i].name
+	lender := e.shares[shareKey]
+	if lender == nil || lender.key == cs.key || e.busy[lender.key] {
+		return nil, false
+	}
+	lender = e.preFilterClass(ctx, lender.key, lender.pod)
+	s := e.snapshot
+	if !lender.incremental || lender.epoch != s.epoch || !lender.current(s) || lender.shareKeys == nil || lender.shareKeys[i] != shareKey {
+		return nil, false
+	}
+	if lender.state.GetSkipFilterPlugins().Has(name) {
+		e.stats.shared[name]++
+		return fwk.NewStatus(fwk.Skip), true
+	}
+	data, err := lender.state.Read(stateKeyOf(name))
+	if err != nil {
+		return nil, false
+	}
+	cs.state.Write(stateKeyOf(name), data.Clone())
+	e.stats.shared[name]++
+	return nil, true
+}
+
+// lend makes cs, whose state is current, the class that lends its shared plugins' states to
+// the next class that needs them: the class used last is the likeliest to be current.
+func (e *Engine) lend(cs *classState) {
+	for _, key := range cs.shareKeys {
+		if key != "" {
+			e.shares[key] = cs
+		}
+	}
+}
+
+// stateKeyOf is where an in-tree plugin keeps its PreFilter state.
+func stateKeyOf(plugin string) fwk.StateKey { return fwk.StateKey("PreFilter" + plugin) }
+
+// preFilterStats counts, per plugin, the PreFilter runs and the states copied from another
+// class instead.
+type preFilterStats struct {
+	ran, shared map[string]int
 }
 
 // spreadOf describes pod's DoNotSchedule spread constraints.
@@ -255,13 +418,57 @@ func spreadOf(pod *corev1.Pod) spreadInfo {
 	if len(info.selectors) == 0 {
 		return spreadInfo{unknown: true}
 	}
-	info.selfMatch = true
-	for _, sel := range info.selectors {
-		if !sel.Matches(labels.Set(pod.Labels)) {
-			info.selfMatch = false
-		}
+	info.selfMatch = matchesAll(info.selectors, pod.Labels)
+	if !info.selfMatch {
+		info.standIn = spreadStandIn(pod, info.selectors)
 	}
 	return info
+}
+
+func matchesAll(selectors []labels.Selector, podLabels map[string]string) bool {
+	for _, sel := range selectors {
+		if !sel.Matches(labels.Set(podLabels)) {
+			return false
+		}
+	}
+	return true
+}
+
+// spreadStandIn returns a pod of pod's namespace that every DoNotSchedule constraint of pod
+// counts: the union of their matchLabels, with pod's own values for their matchLabelKeys
+// (which the plugin adds to the selector); nil when the constraints select with expressions
+// or disagree.
+func spreadStandIn(pod *corev1.Pod, selectors []labels.Selector) *corev1.Pod {
+	set := map[string]string{}
+	put := func(key, value string) bool {
+		if old, ok := set[key]; ok && old != value {
+			return false
+		}
+		set[key] = value
+		return true
+	}
+	for _, c := range pod.Spec.TopologySpreadConstraints {
+		if c.WhenUnsatisfiable != corev1.DoNotSchedule {
+			continue
+		}
+		if c.LabelSelector == nil || len(c.LabelSelector.MatchExpressions) > 0 {
+			return nil
+		}
+		for key, value := range c.LabelSelector.MatchLabels {
+			if !put(key, value) {
+				return nil
+			}
+		}
+		for _, key := range c.MatchLabelKeys {
+			if value, ok := pod.Labels[key]; ok && !put(key, value) {
+				return nil
+			}
+		}
+	}
+	if !matchesAll(selectors, set) {
+		return nil
+	}
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Labels: set}}
 }
 
 // spreadCounts reports whether pod may be counted by cs's spread constraints. The selectors
@@ -280,6 +487,33 @@ func (cs *classState) spreadCounts(pod *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// sameDomains reports whether PodTopologySpread counts the pods of a node in the same domains
+// before and after its Node object changed from prev to next: the same values of every
+// constraint's key, and the same answer from the inclusion policies (the pod's required node
+// affinity, the node's taints).
+func (cs *classState) sameDomains(prev, next *corev1.Node) bool {
+	if cs.spread.unknown {
+		return false
+	}
+	for _, key := range cs.spread.keys {
+		before, had := prev.Labels[key]
+		after, has := next.Labels[key]
+		if had != has || before != after {
+			return false
+		}
+	}
+	if !equality.Semantic.DeepEqual(prev.Spec.Taints, next.Spec.Taints) {
+		return false
+	}
+	affinity := nodeaffinity.GetRequiredNodeAffinity(cs.pod)
+	before, err := affinity.Match(prev)
+	if err != nil {
+		return false
+	}
+	after, err := affinity.Match(next)
+	return err == nil && before == after
 }
 
 // outsideSpread reports whether node lacks a topology key of cs's constraints: then
@@ -302,6 +536,7 @@ func (cs *classState) outsideSpread(node *corev1.Node) bool {
 func (e *Engine) update(ctx context.Context, cs *classState) (*replay, bool) {
 	s := e.snapshot
 	r := &replay{}
+	e.borrow(cs, r)
 	for len(cs.undo) > 0 && !r.full {
 		top := cs.undo[len(cs.undo)-1]
 		if top.index < len(s.log) && s.log[top.index].gen == top.entry.gen {
@@ -368,6 +603,41 @@ func (e *Engine) update(ctx context.Context, cs *classState) (*replay, bool) {
 	return r, e.rerunStale(ctx, cs, r)
 }
 
+// borrowAfter is how far behind the log a class must be for its shared plugins' states to
+// be copied from their lender rather than replayed: a copy costs about as much as replaying
+// a few changes, and a batch of many classes leaves each far behind (every pod placed since
+// the class was last checked).
+const borrowAfter = 8
+
+// borrow marks the shared plugins of cs stale, so that rerunStale copies their states from a
+// lender (sharedPreFilter), when cs is far behind the log and a lender other than cs may
+// follow it in its place: then one class per share key replays the changes.
+func (e *Engine) borrow(cs *classState, r *replay) {
+	s := e.snapshot
+	if cs.shareKeys == nil || len(s.log)-cs.at < borrowAfter {
+		return
+	}
+	for i, key := range cs.shareKeys {
+		if key == "" {
+			continue
+		}
+		lender := e.shares[key]
+		if lender == nil || lender.key == cs.key || e.busy[lender.key] || lender.epoch != s.epoch || !lender.incremental {
+			continue
+		}
+		name := e.preFilterPlugins[i].name
+		r.markStale(name)
+		if r.borrowed == nil {
+			r.borrowed = sets.New[string]()
+		}
+		r.borrowed.Insert(name)
+		if e.preFilterPlugins[i].role == roleSpread {
+			// The copy replaces the state the checkpoint was taken of.
+			cs.checkpoint = nil
+		}
+	}
+}
+
 // spreadActive reports whether PodTopologySpread runs for cs's class.
 func (e *Engine) spreadActive(cs *classState) bool {
 	return e.spreadPlugin && !cs.state.GetSkipFilterPlugins().Has(names.PodTopologySpread)
@@ -392,7 +662,7 @@ func (e *Engine) apply(ctx context.Context, cs *classState, entry *logEntry, r *
 		switch p.role {
 		case roleExtended:
 			if skipped {
-				if endsSkip(p, entry, false) {
+				if endsSkip(cs, p, entry, false) {
 					r.markStale(p.name)
 				}
 				continue
@@ -402,6 +672,9 @@ func (e *Engine) apply(ctx context.Context, cs *classState, entry *logEntry, r *
 			}
 			e.extend(ctx, cs, p, entry, false, r)
 		case roleSpread:
+			if r.borrowed.Has(p.name) && entry.kind != logPodAdded && entry.kind != logNodeAdded {
+				r.unsettled = true
+			}
 			if skipped || r.stale.Has(p.name) {
 				continue
 			}
@@ -417,10 +690,25 @@ func (e *Engine) apply(ctx context.Context, cs *classState, entry *logEntry, r *
 				}
 			case logNodeAdded:
 				e.addDomain(ctx, cs, p, entry.node, r)
-			case logNodeReplaced:
-				// A node that was outside every domain enters the new one with its pods:
-				// a new empty domain unless one of its pods is counted.
+			case logNodeRemoved:
+				// Its counted pods leave, and its domain may go with it (PreFilter counts
+				// only the domains of the nodes there are); a node outside every domain
+				// holding no counted pod changes nothing.
+				if cs.outsideSpread(entry.node.Node()) && !slices.ContainsFunc(entry.pods, func(pod fwk.PodInfo) bool {
+					return cs.spreadCounts(pod.GetPod())
+				}) {
+					continue
+				}
 				r.unsettled = true
+				r.markStale(p.name)
+			case logNodeReplaced:
+				// A node that stays in the same domains, as the plugin includes nodes,
+				// changes no count. A node that was outside every domain enters the new one
+				// with its pods: a new empty domain unless one of its pods is counted.
+				r.unsettled = true
+				if cs.sameDomains(entry.prev.Node(), entry.node.Node()) {
+					continue
+				}
 				if !cs.outsideSpread(entry.prev.Node()) {
 					r.markStale(p.name)
 					continue
@@ -442,7 +730,7 @@ func (e *Engine) apply(ctx context.Context, cs *classState, entry *logEntry, r *
 }
 
 // addCounted adds a pod the class's spread constraints may count with the plugin's AddPod,
-// and reruns its PreFilter only when that left the minimum stale.
+// and sets the minimum from the counts when that left it stale.
 func (e *Engine) addCounted(ctx context.Context, cs *classState, p preFilterPlugin, entry *logEntry, r *replay) {
 	before, ok := readSpread(cs.state, cs.pod)
 	if !ok {
@@ -454,7 +742,13 @@ func (e *Engine) addCounted(ctx context.Context, cs *classState, p preFilterPlug
 		r.full = true
 		return
 	}
-	if after, ok := readSpread(cs.state, cs.pod); !ok || after.minimumStale(held) {
+	after, ok := readSpread(cs.state, cs.pod)
+	if ok && after.minimumStale(held) {
+		// The counts are exact; the minimum is set from them, not counted again over
+		// every node. Whether it rose is settledSince's to tell.
+		ok = repairMinimums(cs.state)
+	}
+	if !ok {
 		r.markStale(p.name)
 	}
 }
@@ -463,33 +757,65 @@ func (e *Engine) addCounted(ctx context.Context, cs *classState, p preFilterPlug
 // class's pod is added to it and removed again, leaving the domain with zero pods. The
 // plugin's AddPod applies the same node inclusion rules as its PreFilter.
 func (e *Engine) addDomain(ctx context.Context, cs *classState, p preFilterPlugin, node fwk.NodeInfo, r *replay) {
+	counted := cs.podInfo
 	if !cs.spread.selfMatch {
+		counted = cs.standIn
+	}
+	if counted == nil {
 		r.markStale(p.name)
 		return
 	}
 	ext := p.plugin.PreFilterExtensions()
-	if !ext.AddPod(ctx, cs.state, cs.pod, cs.podInfo, node).IsSuccess() ||
-		!ext.RemovePod(ctx, cs.state, cs.pod, cs.podInfo, node).IsSuccess() {
+	if !ext.AddPod(ctx, cs.state, cs.pod, counted, node).IsSuccess() ||
+		!ext.RemovePod(ctx, cs.state, cs.pod, counted, node).IsSuccess() {
 		r.full = true
 	}
 }
 
-// endsSkip reports whether a change (or its undoing) may end a plugin's Skip. Skips of the
-// in-tree plugins depend on the pod alone, but for InterPodAffinity's: a pod without terms
-// skips it while no pod in the snapshot has required anti-affinity that counts, and a pod
-// with some arriving, or a node whose pods have some getting new labels, changes that.
-func endsSkip(p preFilterPlugin, entry *logEntry, undo bool) bool {
+// endsSkip reports whether a change (or its undoing) may end a plugin's Skip for cs. Skips
+// of the in-tree plugins depend on the pod alone, but for InterPodAffinity's: a pod without
+// terms skips it while no pod in the snapshot has required anti-affinity that matches it,
+// and a pod with such a term arriving, or a node whose pods have some getting new labels,
+// changes that.
+func endsSkip(cs *classState, p preFilterPlugin, entry *logEntry, undo bool) bool {
 	if p.name != names.InterPodAffinity {
 		return false
 	}
 	switch {
 	case entry.kind == logPodAdded && !undo, entry.kind == logPodRemoved && undo:
-		return len(entry.pod.GetRequiredAntiAffinityTerms()) > 0
+		return antiAffinityMayMatch(entry.pod, cs.pod)
+	case entry.kind == logNodeRemoved && undo:
+		return slices.ContainsFunc(entry.pods, func(pod fwk.PodInfo) bool { return antiAffinityMayMatch(pod, cs.pod) })
 	case entry.kind == logNodeReplaced:
 		for _, pod := range entry.pods {
 			if len(pod.GetRequiredAntiAffinityTerms()) > 0 {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// antiAffinityMayMatch reports whether a required anti-affinity term of existing may match
+// pod, as InterPodAffinity's PreFilter counts them: the term's namespaces hold pod's and its
+// selector matches pod's labels. A term with a namespace selector or label keys (which
+// depend on labels the engine does not look up) may match.
+func antiAffinityMayMatch(existing fwk.PodInfo, pod *corev1.Pod) bool {
+	terms := existing.GetRequiredAntiAffinityTerms()
+	if len(terms) == 0 {
+		return false
+	}
+	if a := existing.GetPod().Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+		for _, t := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+			if t.NamespaceSelector != nil || len(t.MatchLabelKeys) > 0 || len(t.MismatchLabelKeys) > 0 {
+				return true
+			}
+		}
+	}
+	set := labels.Set(pod.Labels)
+	for _, t := range terms {
+		if t.Namespaces.Has(pod.Namespace) && t.Selector.Matches(set) {
+			return true
 		}
 	}
 	return false
@@ -506,11 +832,14 @@ func (e *Engine) unapply(ctx context.Context, cs *classState, entry *logEntry, r
 		if r.full {
 			return
 		}
+		if r.borrowed.Has(p.name) && p.role == roleSpread {
+			r.unsettled = true
+		}
 		if r.stale.Has(p.name) {
 			continue
 		}
 		if skip.Has(p.name) {
-			if endsSkip(p, entry, true) {
+			if endsSkip(cs, p, entry, true) {
 				r.markStale(p.name)
 			}
 			continue
@@ -528,12 +857,12 @@ func (e *Engine) unapply(ctx context.Context, cs *classState, entry *logEntry, r
 	}
 }
 
-// followsNodeDevices reports whether p is DynamicResources and entry adds or changes a node:
+// followsNodeDevices reports whether p is DynamicResources and entry adds, changes or removes a node:
 // its PreFilter builds an allocator from the ResourceSlices it sees then, and caches what it
 // found per node, so a node that comes with slices of its own (a hypothetical node's) needs
 // the PreFilter rerun. Pods without claims skip the plugin and never rerun it.
 func followsNodeDevices(p preFilterPlugin, entry *logEntry) bool {
-	return p.name == names.DynamicResources && (entry.kind == logNodeAdded || entry.kind == logNodeReplaced)
+	return p.name == names.DynamicResources && (entry.kind == logNodeAdded || entry.kind == logNodeReplaced || entry.kind == logNodeRemoved)
 }
 
 // extend runs p's AddPod and RemovePod for entry, or undoes it.
@@ -557,6 +886,14 @@ func (e *Engine) extend(ctx context.Context, cs *classState, p preFilterPlugin, 
 		add(entry.pod, entry.node)
 	case entry.kind == logPodRemoved && !undo, entry.kind == logPodAdded && undo:
 		remove(entry.pod, entry.node)
+	case entry.kind == logNodeRemoved:
+		for _, pod := range entry.pods {
+			if undo {
+				add(pod, entry.node)
+			} else {
+				remove(pod, entry.node)
+			}
+		}
 	case entry.kind == logNodeReplaced:
 		from, to := entry.prev, entry.node
 		if undo {
@@ -576,7 +913,9 @@ func (e *Engine) rerunStale(ctx context.Context, cs *classState, r *replay) bool
 	if stale.Len() == 0 {
 		return true
 	}
-	if stale.Has(names.PodTopologySpread) {
+	// A borrowed state is as exact as a replayed one: whether it settled is known from the
+	// changes themselves (apply, unapply).
+	if stale.Has(names.PodTopologySpread) && !r.borrowed.Has(names.PodTopologySpread) {
 		r.unsettled = true
 	}
 	nodes, err := e.snapshot.List()
@@ -585,13 +924,18 @@ func (e *Engine) rerunStale(ctx context.Context, cs *classState, r *replay) bool
 	}
 	skip := cs.state.GetSkipFilterPlugins()
 	changed := false
-	for _, p := range e.preFilterPlugins {
+	for i, p := range e.preFilterPlugins {
 		if !stale.Has(p.name) {
 			continue
 		}
-		result, status := p.plugin.PreFilter(ctx, cs.state, cs.pod, nodes)
-		if !result.AllNodes() {
-			return false
+		status, shared := e.sharedPreFilter(ctx, cs, i)
+		if !shared {
+			e.stats.ran[p.name]++
+			var result *fwk.PreFilterResult
+			result, status = p.plugin.PreFilter(ctx, cs.state, cs.pod, nodes)
+			if !result.AllNodes() {
+				return false
+			}
 		}
 		switch {
 		case status.IsSkip():

@@ -9,7 +9,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 )
 
 func affine(topologyKey, app string) podOption {
@@ -189,6 +191,20 @@ func TestCachedPreFilterFollowsChanges(t *testing.T) {
 		},
 		node: "b",
 		fits: false,
+	}, {
+		name:  "a relabelled node keeps its hostname but enters the pod's node affinity",
+		nodes: []*corev1.Node{zoned("a", "z1"), zoned("b", "z2")},
+		class: func(n string) *corev1.Pod {
+			return testPod(n, "100m", "100Mi", labelled("app", "hs"), spread(corev1.LabelHostname, "hs"), requiringZone("z1"))
+		},
+		change: func(t *testing.T, e *Engine) {
+			// b is outside the class's domains (node affinity) while it is in z2.
+			must(t, e.Snapshot().AddPod(testPod("hs-1", "100m", "100Mi", labelled("app", "hs")), "b"))
+			e.CheckPredicates(t.Context(), testPod("hs-probe", "100m", "100Mi", labelled("app", "hs"), spread(corev1.LabelHostname, "hs"), requiringZone("z1")), "a")
+			must(t, e.Snapshot().ReplaceNode(zoned("b", "z1")))
+		},
+		node: "b",
+		fits: false,
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -266,6 +282,21 @@ func TestCachedPreFilterMatchesFreshPreFilter(t *testing.T) {
 					p := testPod(n, "100m", "100Mi", labelled("app", "zs"), spread(zoneLabel, "zs"), spread(corev1.LabelHostname, "zs"))
 					p.Namespace = "other"
 					p.Spec.TopologySpreadConstraints[0].MinDomains = new(int32(4))
+					return p
+				},
+				// Classes of their own that share constraints with the ones above, so
+				// their PreFilter states are copied from those (sharedPreFilter, borrow):
+				// the zone spread with another size and an extra label, the anti-affinity
+				// with another size, the spread counting "zs" with matchLabelKeys.
+				func(n string) *corev1.Pod {
+					return testPod(n, "200m", "100Mi", labelled("app", "zs"), labelled("tier", "b"), spread(zoneLabel, "zs"))
+				},
+				func(n string) *corev1.Pod {
+					return testPod(n, "300m", "100Mi", labelled("app", "nginx"), antiAffine(corev1.LabelHostname, "nginx"))
+				},
+				func(n string) *corev1.Pod {
+					p := testPod(n, "100m", "200Mi", labelled("app", "zs"), labelled("tier", "b"), spread(zoneLabel, "zs"))
+					p.Spec.TopologySpreadConstraints[0].MatchLabelKeys = []string{"tier"}
 					return p
 				},
 			}
@@ -348,6 +379,168 @@ func TestCachedPreFilterMatchesFreshPreFilter(t *testing.T) {
 						t.Fatalf("step %d, class %d: cached PreFilter %v, fresh PreFilter %v on %v", step, i, got, want, names)
 					}
 				}
+			}
+			for _, plugin := range []string{names.PodTopologySpread, names.InterPodAffinity} {
+				if e.stats.shared[plugin] == 0 {
+					t.Errorf("no class copied %s's state from another: sharing untested", plugin)
+				}
+			}
+		})
+	}
+}
+
+// Consolidation's pattern: a loaded cluster, forks that remove nodes with their pods, probes
+// of every class against a fresh PreFilter inside the fork and after the revert. Removing a
+// node is followed with the plugins' RemovePod (and their AddPod when reverted), and
+// PodTopologySpread, whose domain may go with the node, is recomputed (or copied).
+func TestCachedPreFilterFollowsNodeRemoval(t *testing.T) {
+	for _, seed := range []uint64{0, 1, 2, 3} {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 9))
+			zones := []string{"z1", "z2", "z3"}
+			classes := []func(string) *corev1.Pod{
+				func(n string) *corev1.Pod { return testPod(n, "100m", "100Mi", labelled("app", "plain")) },
+				func(n string) *corev1.Pod {
+					return testPod(n, "100m", "100Mi", labelled("app", "zs"), spread(zoneLabel, "zs"))
+				},
+				func(n string) *corev1.Pod {
+					return testPod(n, "200m", "100Mi", labelled("app", "hs"), spread(corev1.LabelHostname, "hs"))
+				},
+				func(n string) *corev1.Pod {
+					return testPod(n, "100m", "100Mi", labelled("app", "za"), affine(zoneLabel, "za"))
+				},
+				func(n string) *corev1.Pod {
+					return testPod(n, "100m", "100Mi", labelled("app", "nginx"), antiAffine(corev1.LabelHostname, "nginx"))
+				},
+				func(n string) *corev1.Pod {
+					return testPod(n, "300m", "100Mi", labelled("app", "nginx"), antiAffine(corev1.LabelHostname, "nginx"))
+				},
+				func(n string) *corev1.Pod {
+					return testPod(n, "100m", "100Mi", labelled("app", "zanti"), antiAffine(zoneLabel, "plain"))
+				},
+				func(n string) *corev1.Pod {
+					return testPod(n, "100m", "100Mi", labelled("app", "other"), spread(zoneLabel, "zs"))
+				},
+			}
+			var nodes []*corev1.Node
+			var pods []*corev1.Pod
+			for i := range 9 {
+				name := fmt.Sprintf("n%d", i)
+				nodes = append(nodes, testNode(name, "64", "256Gi", inZone(zones[i%3])))
+				for j := range rng.IntN(4) {
+					pod := classes[rng.IntN(len(classes))](fmt.Sprintf("bound-%d-%d", i, j))
+					pod.Spec.NodeName = name
+					pods = append(pods, pod)
+				}
+			}
+			e := newTestEngine(t, nodes, pods, nil, nil)
+			ctx := t.Context()
+			// Classes seen only inside forks, as consolidation's plans see them: their
+			// states are computed in the first and rolled back with it (forkSteps).
+			late := []func(string) *corev1.Pod{
+				func(n string) *corev1.Pod {
+					return testPod(n, "400m", "100Mi", labelled("app", "late"), antiAffine(zoneLabel, "nginx"))
+				},
+				func(n string) *corev1.Pod {
+					return testPod(n, "400m", "100Mi", labelled("app", "zs"), spread(zoneLabel, "zs"), affine(zoneLabel, "za"))
+				},
+				func(n string) *corev1.Pod {
+					return testPod(n, "400m", "100Mi", labelled("app", "plain"), antiAffine(corev1.LabelHostname, "hs"))
+				},
+			}
+			probe := func(when string, step int) {
+				t.Helper()
+				names := e.Snapshot().NodeNames()
+				probed := classes
+				if step > 0 && when == "in the fork" {
+					probed = append(slices.Clone(classes), late...)
+				}
+				for i, class := range probed {
+					p := class(fmt.Sprintf("probe-%d-%d", step, i))
+					if got, want := engineFits(ctx, e, p, names), oracleFits(ctx, t, e, p, names); fmt.Sprint(got) != fmt.Sprint(want) {
+						t.Fatalf("step %d %s, class %d: cached PreFilter %v, fresh PreFilter %v on %v", step, when, i, got, want, names)
+					}
+				}
+			}
+			probe("loaded", 0)
+			for step := 1; step <= 30; step++ {
+				e.Fork()
+				left := e.Snapshot().NodeNames()
+				for range 1 + rng.IntN(3) {
+					if len(left) > 3 {
+						must(t, e.Snapshot().RemoveNode(left[rng.IntN(len(left))]))
+						left = e.Snapshot().NodeNames()
+					}
+				}
+				// A plan in the fork places some pods on what is left.
+				for i := range rng.IntN(3) {
+					pod := classes[rng.IntN(len(classes))](fmt.Sprintf("moved-%d-%d", step, i))
+					e.SchedulePod(ctx, pod, left[rng.IntN(len(left))])
+				}
+				probe("in the fork", step)
+				if rng.IntN(4) == 0 {
+					must(t, e.Commit())
+				} else {
+					must(t, e.Revert())
+				}
+				probe("after the fork", step)
+			}
+			if e.stats.ran[names.InterPodAffinity] > len(classes)+len(late)+2 {
+				t.Errorf("InterPodAffinity's PreFilter ran %d times for %d classes: removals are not followed", e.stats.ran[names.InterPodAffinity], len(classes))
+			}
+		})
+	}
+}
+
+func describe(s *fwk.Status) string {
+	if s == nil {
+		return "success"
+	}
+	return fmt.Sprint(s.Code(), s.Reasons(), s.Plugin())
+}
+
+// The engine runs the PreFilter plugins itself (so that a class can copy a plugin's state);
+// it must answer what the framework's RunPreFilterPlugins answers: status, node list and
+// skipped plugins.
+func TestRunPreFilterAnswersAsTheFramework(t *testing.T) {
+	onNodes := func(names ...string) podOption {
+		return func(p *corev1.Pod) {
+			p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+					MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: names}},
+				}}},
+			}}
+		}
+	}
+	pods := []*corev1.Pod{
+		testPod("plain", "100m", "100Mi", labelled("app", "plain")),
+		testPod("spread", "100m", "100Mi", labelled("app", "s"), spread(zoneLabel, "s")),
+		testPod("anti", "100m", "100Mi", labelled("app", "nginx"), antiAffine(corev1.LabelHostname, "nginx")),
+		testPod("zoned", "100m", "100Mi", requiringZone("z2")),
+		testPod("named", "100m", "100Mi", onNodes("a")),
+		testPod("nowhere", "100m", "100Mi", onNodes("missing")),
+		testPod("ports", "100m", "100Mi", hostPort(8080)),
+	}
+	nodes := []*corev1.Node{testNode("a", "8", "16Gi", inZone("z1")), testNode("b", "8", "16Gi", inZone("z2"))}
+	bound := []*corev1.Pod{testPod("guard", "100m", "100Mi", labelled("app", "guard"), antiAffine(corev1.LabelHostname, "plain"), onNode("a"))}
+	e := newTestEngine(t, nodes, bound, nil, nil)
+	ctx := t.Context()
+	for _, pod := range pods {
+		t.Run(pod.Name, func(t *testing.T) {
+			state := framework.NewCycleState()
+			result, status, withNodes := e.Framework().RunPreFilterPlugins(ctx, state, pod)
+			cs := e.preFilter(ctx, pod)
+			if got, want := describe(cs.status), describe(status); got != want {
+				t.Errorf("status %s, framework %s", got, want)
+			}
+			if got, want := fmt.Sprint(cs.result), fmt.Sprint(result); got != want {
+				t.Errorf("result %s, framework %s", got, want)
+			}
+			if got, want := fmt.Sprint(cs.pluginsWithNodes), fmt.Sprint(sortedList(withNodes)); got != want {
+				t.Errorf("plugins with nodes %s, framework %s", got, want)
+			}
+			if got, want := fmt.Sprint(sortedList(cs.state.GetSkipFilterPlugins())), fmt.Sprint(sortedList(state.GetSkipFilterPlugins())); got != want {
+				t.Errorf("skipped %s, framework %s", got, want)
 			}
 		})
 	}

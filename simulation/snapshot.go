@@ -243,6 +243,8 @@ func (s *Snapshot) RemoveNode(name string) error {
 	if !ok {
 		return fmt.Errorf("node %q is not in the snapshot", name)
 	}
+	entry := logEntry{kind: logNodeRemoved, node: s.viewOf(ni), pods: make([]fwk.PodInfo, len(ni.Pods))}
+	copy(entry.pods, ni.Pods)
 	for _, p := range ni.Pods {
 		s.countPVCs(p.GetPod(), -1)
 	}
@@ -259,7 +261,7 @@ func (s *Snapshot) RemoveNode(name string) error {
 		s.journal = append(s.journal, change{kind: nodeRemoved, node: name, prev: ni, index: i})
 	}
 	s.bump()
-	s.record(logEntry{kind: logOpaque})
+	s.record(entry)
 	return nil
 }
 

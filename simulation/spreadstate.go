@@ -1,6 +1,7 @@
 package simulation
 
 import (
+	"math"
 	"reflect"
 
 	corev1 "k8s.io/api/core/v1"
@@ -174,4 +175,61 @@ func (v *spreadView) effectiveMinimum(i int) int {
 // spreadRejection is the status PodTopologySpread's Filter gives a node it rejects for skew.
 func spreadRejection() *fwk.Status {
 	return fwk.NewStatus(fwk.Unschedulable, podtopologyspread.ErrReasonConstraintsNotMatch).WithPlugin(names.PodTopologySpread)
+}
+
+// repairMinimums sets PodTopologySpread's kept minimum of every constraint of state to the
+// smallest count and the next one, as its PreFilter would from the same counts, after AddPod
+// left it stale (see roleSpread). Only the two "critical paths" change: the counts, which
+// AddPod and RemovePod keep exact, stay. It reports false when the state does not have the
+// expected shape; then the plugin's PreFilter reruns instead.
+func repairMinimums(state fwk.CycleState) bool {
+	data, err := state.Read(spreadStateKey)
+	if err != nil {
+		return false
+	}
+	v := reflect.ValueOf(data)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return false
+	}
+	paths, countsField := v.Elem().FieldByName("CriticalPaths"), v.Elem().FieldByName("TpValueToMatchNum")
+	if !paths.IsValid() || !countsField.IsValid() || paths.Kind() != reflect.Slice || !countsField.CanInterface() {
+		return false
+	}
+	counts, ok := countsField.Interface().([]map[string]int)
+	if !ok || len(counts) != paths.Len() {
+		return false
+	}
+	for i, domains := range counts {
+		p := paths.Index(i)
+		if p.Kind() != reflect.Pointer || p.IsNil() {
+			return false
+		}
+		p = p.Elem()
+		if p.Kind() != reflect.Array || p.Len() != 2 {
+			return false
+		}
+		// The plugin starts both paths at MaxInt32 and lowers them domain by domain.
+		type path struct {
+			value string
+			num   int
+		}
+		best := [2]path{{num: math.MaxInt32}, {num: math.MaxInt32}}
+		for value, num := range domains {
+			switch {
+			case num < best[0].num || (num == best[0].num && value < best[0].value):
+				best[1], best[0] = best[0], path{value, num}
+			case num < best[1].num || (num == best[1].num && value < best[1].value):
+				best[1] = path{value, num}
+			}
+		}
+		for j := range 2 {
+			value, num := p.Index(j).FieldByName("TopologyValue"), p.Index(j).FieldByName("MatchNum")
+			if !value.CanSet() || !num.CanSet() || value.Kind() != reflect.String || !num.CanInt() {
+				return false
+			}
+			value.SetString(best[j].value)
+			num.SetInt(int64(best[j].num))
+		}
+	}
+	return true
 }
