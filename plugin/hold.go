@@ -146,8 +146,9 @@ func (b *planBook) forget(uid types.UID) {
 const rejectedElsewhere = "another scheduler"
 
 // pinnedNodeRejection returns the Filter plugin that rejected pod on the node it is pinned
-// to, or "" when no Filter did (the node is not in the cycle's snapshot yet, or the pod is
-// pinned to no node).
+// to, or "" when no Filter did (the node is not in the cycle's snapshot yet, the pod is
+// pinned to no node, or the cycle's own pin, older than the NodeClaim's latest update, kept
+// it off).
 func (p *Plugin) pinnedNodeRejection(pod types.UID, statuses fwk.NodeToStatusReader) string {
 	if statuses == nil {
 		return ""
@@ -161,6 +162,12 @@ func (p *Plugin) pinnedNodeRejection(pod types.UID, statuses fwk.NodeToStatusRea
 	}
 	status := statuses.Get(launch.nodeName)
 	if status == nil || status.IsSuccess() {
+		return ""
+	}
+	if status.Plugin() == Name {
+		// The pin itself kept the pod off: the cycle began before the NodeClaim named (or
+		// initialized) this node — PreFilter found no node yet — and the NodeClaim's update
+		// arrived before PostFilter. The node was never tried.
 		return ""
 	}
 	if status.Plugin() == names.TaintToleration && p.nodeUnsettled(launch) {
@@ -201,12 +208,16 @@ func (p *Plugin) holdPin(ctx context.Context, uid types.UID, nodeClaim, rejected
 		// Not rejected: the node is not in the scheduler's snapshot yet.
 		p.stuck.Delete(uid)
 	case !podDependentFilters.Has(rejectedBy):
+		klog.FromContext(ctx).V(2).Info("pod's node rejects it for good; planning it again",
+			"pod", p.refs[uid], "NodeClaim", klog.KRef("", nodeClaim), "rejectedBy", rejectedBy)
 		return ""
 	default:
 		// Rejected with the plan as far as it got: until another of its pods is placed (and
 		// this one is retried), it cannot move the rest of its plan on.
 		p.stuck.Insert(uid)
 		if !p.planStillArriving(uid) {
+			klog.FromContext(ctx).V(2).Info("no other pod of the plan can still move it on; planning the pod again",
+				"pod", p.refs[uid], "NodeClaim", klog.KRef("", nodeClaim), "rejectedBy", rejectedBy)
 			return ""
 		}
 	}

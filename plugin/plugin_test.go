@@ -417,6 +417,70 @@ func TestPinnedPodRejectedByItsNode(t *testing.T) {
 	}
 }
 
+// TestPinStaleWithinItsCycle (flake of TestZoneSpreadPinHoldsWhileItsPlanArrives): a pod's
+// cycle began while its NodeClaim named no node yet, so the pin kept it off every node, and
+// the NodeClaim's update (node named and initialized at once) arrived before PostFilter. Its
+// pinned node was never tried: the pod keeps its pin rather than being planned again.
+func TestPinStaleWithinItsCycle(t *testing.T) {
+	cases := []struct {
+		name string
+		// stale runs the cycle's pin checks before the NodeClaim's update and returns the
+		// statuses kube-scheduler hands PostFilter.
+		stale func(t *testing.T, p *Plugin, pod *corev1.Pod) *framework.NodeToStatus
+	}{
+		{
+			name: "PreFilter found no node",
+			stale: func(t *testing.T, p *Plugin, pod *corev1.Pod) *framework.NodeToStatus {
+				_, status := p.PreFilter(t.Context(), framework.NewCycleState(), pod, nil)
+				if status.IsSuccess() {
+					t.Fatal("PreFilter passed a pod whose NodeClaim names no node")
+				}
+				// As the framework does: every node gets PreFilter's status, with its plugin.
+				statuses := framework.NewDefaultNodeToStatus()
+				statuses.SetAbsentNodesStatus(status.WithPlugin(Name))
+				return statuses
+			},
+		},
+		{
+			name: "Filter kept it off a node the pin did not name",
+			stale: func(t *testing.T, p *Plugin, pod *corev1.Pod) *framework.NodeToStatus {
+				info := framework.NewNodeInfo()
+				info.SetNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}})
+				status := p.Filter(t.Context(), framework.NewCycleState(), pod, info)
+				if status.IsSuccess() {
+					t.Fatal("Filter passed a node the pin does not name")
+				}
+				statuses := framework.NewDefaultNodeToStatus()
+				statuses.Set("node-a", status.WithPlugin(Name))
+				return statuses
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pod, sibling := testPod("ns", "pod"), testPod("ns", "sibling")
+			env := newTestPlugin(t, true, pod, sibling)
+			p := env.plugin
+			p.nominate(1, "default-a", []*corev1.Pod{pod})
+			p.nominate(1, "default-b", []*corev1.Pod{sibling})
+			p.observeNodeClaim(t.Context(), &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-a"}})
+			statuses := tc.stale(t, p, pod)
+			p.observeNodeClaim(t.Context(), &karpv1.NodeClaim{
+				ObjectMeta: metav1.ObjectMeta{Name: "default-a"},
+				Status: karpv1.NodeClaimStatus{NodeName: "node-a", Conditions: []metav1.Condition{
+					{Type: karpv1.ConditionTypeInitialized, Status: metav1.ConditionTrue},
+				}},
+			})
+			p.nodeInfos = schedcache.NewSnapshot(nil, []*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}}).NodeInfos
+			_, status := p.PostFilter(t.Context(), framework.NewCycleState(), pod, statuses)
+			if nodeClaim, waits := p.waits.nodeClaimFor(pod.UID); !waits || nodeClaim != "default-a" || p.pending.has(pod.UID) {
+				t.Errorf("pod waits for %q (%v), pending %v (message %q); want it to keep its pin to default-a",
+					nodeClaim, waits, p.pending.has(pod.UID), status.Message())
+			}
+		})
+	}
+}
+
 // TestHeldPodRetried: a held pod is moved to the active queue when a pod of its plan is
 // placed, and when its hold runs out.
 func TestHeldPodRetried(t *testing.T) {
