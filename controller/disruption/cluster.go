@@ -42,6 +42,31 @@ type Cluster struct {
 	// prefLooked are the pods whose preferences consolidation looked at in this pass.
 	prefMu     sync.Mutex
 	prefLooked map[types.UID]bool
+
+	// reserved are the candidates of commands this pass already chose, by NodeClaim name:
+	// they wait for their validation with the rest, so no later command of the pass takes
+	// them, and later commands are simulated as if they were gone and their pods pending.
+	// They do not count against budgets: a command's budget is checked when it executes.
+	reserved map[string]*Candidate
+}
+
+// reserve sets cmd's candidates aside for the rest of the pass (Cluster.reserved).
+func (c *Cluster) reserve(cmd *Command) {
+	if c.reserved == nil {
+		c.reserved = map[string]*Candidate{}
+	}
+	for _, cand := range cmd.Candidates {
+		c.reserved[cand.Name()] = cand
+	}
+}
+
+// reservedCandidates are the reserved candidates in NodeClaim name order.
+func (c *Cluster) reservedCandidates() []*Candidate {
+	out := make([]*Candidate, 0, len(c.reserved))
+	for _, name := range sortedKeys(c.reserved) {
+		out = append(out, c.reserved[name])
+	}
+	return out
 }
 
 // LoadCluster lists the objects from r (the manager's cache).

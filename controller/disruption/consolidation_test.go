@@ -415,7 +415,7 @@ func TestUnconsolidatableEvents(t *testing.T) {
 	base := Consolidation{Simulator: newSolverSimulator(t, its), InstanceTypes: benchTypes(its)}
 	ctrl := New(c, c, rec, clocktesting.NewFakeClock(epoch), nil, Options{})
 	m := &SingleNodeConsolidation{Consolidation: base}
-	cmd, err := ctrl.compute(context.Background(), cluster, m, epoch)
+	cmd, err := ctrl.compute(context.Background(), cluster, m, epoch, true)
 	if err != nil {
 		t.Fatal(err)
 	}

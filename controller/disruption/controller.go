@@ -106,7 +106,34 @@ type Controller struct {
 	pub     *publisher
 	clock   clock.Clock
 	opts    Options
+
+	// waiting are the commands chosen and not yet executed or dropped, in the order chosen:
+	// a pass that found several waits one validation delay for all of them, and a command
+	// its budget does not allow yet waits here for a later pass (at most maxBudgetWait).
+	waiting []*waitingCommand
+	// started are the candidates of commands this loop started, by NodeClaim name, until the
+	// cache shows them chosen or gone: budgets count them meanwhile (load).
+	started map[string]time.Time
+	// soon says the last pass left something for a pass a second later (a command waiting
+	// for its budget, or candidates whose budget frees when nodes being deleted are gone).
+	soon bool
 }
+
+// waitingCommand is a command chosen by a pass, waiting for its validation.
+type waitingCommand struct {
+	method Method
+	cmd    *Command
+	// due is when its validation delay has passed; savings what it saves (consolidation).
+	due     time.Time
+	savings *float64
+}
+
+// maxBudgetWait bounds how long a validated command waits for its budget to allow it (the
+// nodes of the commands before it to be gone) before it is dropped and chosen afresh.
+const maxBudgetWait = time.Minute
+
+// maxCommandsPerPass bounds the independent commands one pass chooses.
+const maxCommandsPerPass = 16
 
 // New returns the loop over methods (in order). c reads from the cache and writes; reader
 // reads from the API server (the manager's API reader).
@@ -123,6 +150,7 @@ func New(c client.Client, reader client.Reader, recorder events.EventRecorder, c
 		pub:     pub,
 		clock:   clk,
 		opts:    opts,
+		started: map[string]time.Time{},
 	}
 }
 
@@ -133,7 +161,8 @@ func (c *Controller) Queue() *Queue { return c.queue }
 func (c *Controller) NeedLeaderElection() bool { return true }
 
 // Start runs the loop until ctx ends: first the commands a previous process left behind are
-// recovered, then a pass runs every PollInterval (at once again after a command).
+// recovered, then a pass runs every PollInterval (a second later after a command started,
+// and while a command waits for its budget).
 func (c *Controller) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName(Name)
 	ctx = log.IntoContext(ctx, logger)
@@ -150,7 +179,7 @@ func (c *Controller) Start(ctx context.Context) error {
 			logger.Error(err, "disruption pass")
 		}
 		wait := c.opts.PollInterval
-		if started {
+		if started || c.soon {
 			wait = time.Second
 		}
 		select {
@@ -164,19 +193,39 @@ func (c *Controller) Start(ctx context.Context) error {
 // reasons whose allowed disruptions are published per NodePool.
 var budgetReasons = []string{karpv1.DisruptionReasonDrifted, karpv1.DisruptionReasonEmpty, karpv1.DisruptionReasonUnderutilized}
 
-// Step runs one pass: the first method with a valid command has it executed. It reports
-// whether a command was started.
+// Step runs one pass. Unless commands of an earlier pass still wait for their budget, it
+// chooses commands: the first method's command, and then, with that command's candidates set
+// aside, the next command the methods find, and so on (independent commands, each simulated
+// as if the ones before it had run). It waits each command's validation delay, once for all,
+// then validates them in order against a fresh read of the cluster and starts each that is
+// still valid and that its budget allows now; one the budget does not allow yet waits for a
+// later pass. It reports whether a command was started.
 func (c *Controller) Step(ctx context.Context) (bool, error) {
-	logger := log.FromContext(ctx)
+	c.soon = false
 	cluster, err := c.load(ctx)
 	if err != nil {
 		return false, err
 	}
 	now := c.clock.Now()
-	for np, counts := range cluster.Counts() {
-		nodesConsumingBudgets.WithLabelValues(np).Set(float64(counts.Deleting + counts.NotReady))
+	c.publishBudgets(ctx, cluster, now)
+	if len(c.waiting) == 0 {
+		if err := c.choose(ctx, cluster, now); err != nil {
+			return false, err
+		}
+		if len(c.waiting) == 0 {
+			c.recordSavingsOrLog(ctx, cluster, nil)
+			return false, nil
+		}
 	}
+	return c.execute(ctx)
+}
+
+// publishBudgets publishes the allowed disruptions and the budget events and conditions.
+func (c *Controller) publishBudgets(ctx context.Context, cluster *Cluster, now time.Time) {
 	counts := cluster.Counts()
+	for np, n := range counts {
+		nodesConsumingBudgets.WithLabelValues(np).Set(float64(n.Deleting + n.NotReady))
+	}
 	for _, reason := range budgetReasons {
 		// A budget that cannot be evaluated allows nothing; reportBudgets says so on the
 		// NodePool, once, rather than a log line per pass.
@@ -189,56 +238,169 @@ func (c *Controller) Step(ctx context.Context) (bool, error) {
 		}
 	}
 	c.reportBudgets(ctx, cluster, now)
+}
+
+// choose asks the methods, in order, for a command; while one is found that launches nothing,
+// and the first one's validation delay has not passed, its candidates are reserved and the
+// methods are asked again. The commands found wait in c.waiting.
+func (c *Controller) choose(ctx context.Context, cluster *Cluster, now time.Time) error {
+	var first time.Time
+	for len(c.waiting) < maxCommandsPerPass {
+		if len(c.waiting) > 0 && !c.clock.Now().Before(first) {
+			return nil // choosing more would delay the first command
+		}
+		m, cmd, err := c.next(ctx, cluster, now, len(c.waiting) == 0)
+		if err != nil || cmd == nil {
+			return err
+		}
+		w := &waitingCommand{method: m, cmd: cmd, due: c.clock.Now().Add(c.validationDelay(m))}
+		if len(c.waiting) == 0 {
+			first = w.due
+			// The gauge shows the pass's first command while it waits for validation: what
+			// the pass would do, as `joinery cost` prints it.
+			c.recordSavingsOrLog(ctx, cluster, cmd)
+		}
+		if consolidationTypeOf(m) != "" {
+			w.savings = c.savingsOf(ctx, cluster, cmd)
+			c.pub.consolidationEvent(cmd, "", w.savings)
+		}
+		c.waiting = append(c.waiting, w)
+		if len(cmd.Replacements) > 0 {
+			// Its replacements are not on the cluster later commands would be simulated on.
+			return nil
+		}
+		cluster.reserve(cmd)
+	}
+	return nil
+}
+
+// next is the first method's command over cluster (its reserved candidates set aside).
+// first says it is the pass's first question: only then are the eligible-nodes gauges set.
+func (c *Controller) next(ctx context.Context, cluster *Cluster, now time.Time, first bool) (Method, *Command, error) {
 	for _, m := range c.methods {
-		cmd, err := c.compute(ctx, cluster, m, now)
+		cmd, err := c.compute(ctx, cluster, m, now, first)
 		if err != nil {
-			return false, fmt.Errorf("%s: %w", m.Name(), err)
+			return nil, nil, fmt.Errorf("%s: %w", m.Name(), err)
 		}
-		if cmd == nil {
+		if cmd != nil {
+			return m, cmd, nil
+		}
+	}
+	return nil, nil, nil
+}
+
+// execute validates the waiting commands in order, each once its validation delay has passed,
+// against a fresh read of the cluster, and starts those still valid that their budgets allow.
+// A command whose budget does not allow it yet keeps waiting, up to maxBudgetWait after its
+// delay; one no longer valid is dropped.
+func (c *Controller) execute(ctx context.Context) (bool, error) {
+	logger := log.FromContext(ctx)
+	started := false
+	var keep []*waitingCommand
+	for i, w := range c.waiting {
+		m := w.method
+		if err := c.sleepUntil(ctx, w.due); err != nil {
+			c.waiting = append(keep, c.waiting[i:]...)
+			return started, err
+		}
+		cluster, err := c.load(ctx)
+		if err != nil {
+			c.waiting = append(keep, c.waiting[i:]...)
+			return started, err
+		}
+		fresh, why, budget, err := c.validate(ctx, cluster, m, w.cmd)
+		if err != nil {
+			c.waiting = append(keep, c.waiting[i+1:]...)
+			return started, fmt.Errorf("%s: validating: %w", m.Name(), err)
+		}
+		if budget && c.clock.Since(w.due) < maxBudgetWait {
+			keep = append(keep, w)
+			c.soon = true
 			continue
-		}
-		// The gauge shows the chosen command while it waits for validation: what the pass
-		// would do, as `joinery cost` prints it.
-		c.recordSavingsOrLog(ctx, cluster, cmd)
-		consolidating := consolidationTypeOf(m) != ""
-		var savings *float64
-		if consolidating {
-			savings = c.savingsOf(ctx, cluster, cmd)
-			c.pub.consolidationEvent(cmd, "", savings)
-		}
-		fresh, why, err := c.validate(ctx, m, cmd)
-		if err != nil {
-			return false, fmt.Errorf("%s: validating: %w", m.Name(), err)
 		}
 		if fresh != nil {
 			// Last check before eviction: the pods' volatile requests still as simulated.
 			if why, err = c.verifyVolatile(ctx, fresh); err != nil {
-				return false, fmt.Errorf("%s: %w", m.Name(), err)
+				c.waiting = append(keep, c.waiting[i+1:]...)
+				return started, fmt.Errorf("%s: %w", m.Name(), err)
 			}
 			if why != "" {
 				fresh = nil
 			}
 		}
 		if fresh == nil {
-			if consolidating {
-				c.pub.consolidationEvent(cmd, why, savings)
+			if consolidationTypeOf(m) != "" {
+				c.pub.consolidationEvent(w.cmd, why, w.savings)
 			}
 			failedValidations.WithLabelValues(consolidationTypeOf(m)).Inc()
-			logger.Info("disruption command no longer valid, not executed", "method", m.Name(), "command", cmd.String(), "why", why)
-			return false, nil
+			logger.Info("disruption command no longer valid, not executed", "method", m.Name(), "command", w.cmd.String(), "why", why)
+			continue
 		}
 		if err := c.queue.Start(ctx, fresh); err != nil {
-			return false, fmt.Errorf("%s: executing %s: %w", m.Name(), fresh, err)
+			c.waiting = append(keep, c.waiting[i+1:]...)
+			return started, fmt.Errorf("%s: executing %s: %w", m.Name(), fresh, err)
+		}
+		started = true
+		for _, cand := range fresh.Candidates {
+			c.started[cand.Name()] = c.clock.Now()
 		}
 		recordDecision(fresh, consolidationTypeOf(m))
 		if t := consolidationTypeOf(m); t == ConsolidationTypeMulti || t == ConsolidationTypeSingle {
 			recordApproved(c.pub, fresh)
 		}
 		logCommand(logger, fresh)
-		return true, nil
 	}
-	c.recordSavingsOrLog(ctx, cluster, nil)
-	return false, nil
+	c.waiting = keep
+	return started, nil
+}
+
+// startedTTL bounds how long a started candidate is assumed chosen while the cache does not
+// show it: the cache follows the API server within moments.
+const startedTTL = time.Minute
+
+// assumeStarted marks, in cluster (read from the cache), the candidates this loop started
+// that the cache does not show chosen or gone yet, so budgets count them: a pass right after a
+// start must not see their room as free.
+func (c *Controller) assumeStarted(cluster *Cluster) {
+	if len(c.started) == 0 {
+		return
+	}
+	now := c.clock.Now()
+	present := map[string]bool{}
+	for _, nc := range cluster.NodeClaims {
+		at, ok := c.started[nc.Name]
+		if !ok {
+			continue
+		}
+		present[nc.Name] = true
+		if cluster.isDeleting(nc) || now.Sub(at) > startedTTL {
+			delete(c.started, nc.Name)
+			continue
+		}
+		if nc.Annotations == nil {
+			nc.Annotations = map[string]string{}
+		}
+		nc.Annotations[CommandAnnotationKey] = "starting"
+	}
+	for name := range c.started {
+		if !present[name] {
+			delete(c.started, name)
+		}
+	}
+}
+
+// sleepUntil waits until t on the loop's clock, or ctx ends.
+func (c *Controller) sleepUntil(ctx context.Context, t time.Time) error {
+	d := t.Sub(c.clock.Now())
+	if d <= 0 {
+		return ctx.Err()
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.clock.After(d):
+		return nil
+	}
 }
 
 // recordSavingsOrLog records the pass's savings; a price it cannot read costs the gauge, not
@@ -269,8 +431,10 @@ func (c *Controller) savingsOf(ctx context.Context, cluster *Cluster, cmd *Comma
 	return &total
 }
 
-// compute asks m for a command over cluster, and publishes why nodes were passed over.
-func (c *Controller) compute(ctx context.Context, cluster *Cluster, m Method, now time.Time) (*Command, error) {
+// compute asks m for a command over cluster, and publishes why nodes were passed over. first
+// says the pass asks for its first command: the eligible-nodes gauge counts that question's
+// candidates, not those left after reservations.
+func (c *Controller) compute(ctx context.Context, cluster *Cluster, m Method, now time.Time, first bool) (*Command, error) {
 	start := time.Now()
 	defer func() {
 		evaluationDuration.WithLabelValues(m.Name(), consolidationTypeOf(m)).Observe(time.Since(start).Seconds())
@@ -279,25 +443,21 @@ func (c *Controller) compute(ctx context.Context, cluster *Cluster, m Method, no
 	for _, b := range res.Blocked {
 		c.pub.blocked(b)
 	}
-	eligibleNodes.WithLabelValues(MetricReason(m.Reason())).Set(float64(res.Eligible))
+	if first {
+		eligibleNodes.WithLabelValues(MetricReason(m.Reason())).Set(float64(res.Eligible))
+	}
+	if cmd == nil && res.WaitingForBudget {
+		c.soon = true
+	}
 	return cmd, err
 }
 
-// validate waits the method's validation delay, reads the cluster again and recomputes the
-// command over the same candidates: each must still be a candidate the method acts on, the
-// budgets must still allow them all, and the simulation must still accept them with no more
-// replacements.
-// It returns the recomputed command (fresh objects, fresh replacements), or nil and why.
-func (c *Controller) validate(ctx context.Context, m Method, cmd *Command) (*Command, string, error) {
-	select {
-	case <-ctx.Done():
-		return nil, "", ctx.Err()
-	case <-c.clock.After(c.validationDelay(m)):
-	}
-	cluster, err := c.load(ctx)
-	if err != nil {
-		return nil, "", err
-	}
+// validate recomputes cmd over the same candidates in cluster (read after the validation
+// delay): each must still be a candidate the method acts on, the budgets must still allow them
+// all, and the simulation must still accept them with no more replacements.
+// It returns the recomputed command (fresh objects, fresh replacements), or nil and why;
+// budget says the budget alone refused it, so it may wait for a later pass.
+func (c *Controller) validate(ctx context.Context, cluster *Cluster, m Method, cmd *Command) (out *Command, why string, budget bool, err error) {
 	cands, _ := cluster.Candidates(m.Reason())
 	byName := map[string]*Candidate{}
 	for _, cand := range cands {
@@ -308,46 +468,46 @@ func (c *Controller) validate(ctx context.Context, m Method, cmd *Command) (*Com
 	for _, old := range cmd.Candidates {
 		cand, ok := byName[old.Name()]
 		if !ok || !m.ShouldDisrupt(cand) {
-			return nil, fmt.Sprintf("%s is no longer a %s candidate", old.Name(), m.Name()), nil
+			return nil, fmt.Sprintf("%s is no longer a %s candidate", old.Name(), m.Name()), false, nil
 		}
 		fresh = append(fresh, cand)
 		perPool[cand.NodePool.Name]++
 	}
 	allowed, _ := cluster.Allowed(m.Reason(), c.clock.Now())
-	for np, n := range perPool {
-		if allowed[np] < n {
-			return nil, fmt.Sprintf("nodepool %s now allows %d disruptions for %s, the command needs %d", np, allowed[np], m.Reason(), n), nil
+	for _, np := range sortedKeys(perPool) {
+		if n := perPool[np]; allowed[np] < n {
+			return nil, fmt.Sprintf("nodepool %s now allows %d disruptions for %s, the command needs %d", np, allowed[np], m.Reason(), n), true, nil
 		}
 	}
 	if rv, ok := m.(revalidator); ok {
 		out, why, err := rv.revalidate(ctx, cluster, cmd, fresh)
 		if err != nil || out == nil {
-			return nil, why, err
+			return nil, why, false, err
 		}
 		if len(out.Replacements) > len(cmd.Replacements) {
-			return nil, fmt.Sprintf("now needs %d replacements instead of %d", len(out.Replacements), len(cmd.Replacements)), nil
+			return nil, fmt.Sprintf("now needs %d replacements instead of %d", len(out.Replacements), len(cmd.Replacements)), false, nil
 		}
-		return out, "", nil
+		return out, "", false, nil
 	}
-	out := &Command{Method: cmd.Method, Reason: cmd.Reason, Candidates: fresh, Destinations: map[types.UID]string{}}
+	out = &Command{Method: cmd.Method, Reason: cmd.Reason, Candidates: fresh, Destinations: map[types.UID]string{}}
 	if len(cmd.Replacements) > 0 || out.PodCount() > 0 {
 		sim, ok := simulatorOf(m)
 		if !ok {
-			return nil, "pods appeared on the candidates", nil
+			return nil, "pods appeared on the candidates", false, nil
 		}
 		result, err := sim.Simulate(ctx, cluster, fresh)
 		if err != nil {
-			return nil, "", err
+			return nil, "", false, err
 		}
 		if why := result.Refusal(cluster, fresh); why != "" {
-			return nil, why, nil
+			return nil, why, false, nil
 		}
 		if len(result.Replacements) > len(cmd.Replacements) {
-			return nil, fmt.Sprintf("now needs %d replacements instead of %d", len(result.Replacements), len(cmd.Replacements)), nil
+			return nil, fmt.Sprintf("now needs %d replacements instead of %d", len(result.Replacements), len(cmd.Replacements)), false, nil
 		}
 		out.Replacements, out.Destinations = result.Replacements, result.Destinations
 	}
-	return out, "", nil
+	return out, "", false, nil
 }
 
 // validationDelay is how long m's commands wait before validation: consolidation's delay for

@@ -73,6 +73,9 @@ type MethodResult struct {
 	Eligible int
 	// Blocked are the nodes passed over, with the DisruptionBlocked / Unconsolidatable text.
 	Blocked []Blocked
+	// WaitingForBudget says some candidates' NodePool allows no disruption now only because
+	// of nodes being disrupted, which a pass may find gone in a second.
+	WaitingForBudget bool
 }
 
 // Pass is what one pass of the loop would do, computed without doing it.
@@ -133,6 +136,13 @@ func computeMethod(ctx context.Context, cluster *Cluster, m Method, now time.Tim
 		return nil, res, nil
 	}
 	allowed, _ := cluster.Allowed(m.Reason(), now)
+	counts := cluster.Counts()
+	for _, cand := range mine {
+		if np := cand.NodePool.Name; allowed[np] <= 0 && counts[np].Deleting > 0 {
+			res.WaitingForBudget = true
+			break
+		}
+	}
 	cmd, passed, err := m.ComputeCommand(ctx, cluster, allowed, mine)
 	res.Blocked = append(res.Blocked, passed...)
 	return cmd, res, err

@@ -29,6 +29,10 @@ type Simulation struct {
 	// Unschedulable maps each candidate pod that fits nowhere, not even on new capacity, to
 	// why.
 	Unschedulable map[types.UID]string
+	// Displaced names a pod of a candidate reserved by an earlier command of the pass that
+	// no longer fits on the cluster's nodes once these candidates are gone too ("" when none):
+	// the two commands cannot both run.
+	Displaced string
 }
 
 // Refusal returns why the simulation refuses the command ("" when every pod has a place it
@@ -37,6 +41,9 @@ type Simulation struct {
 // ("would schedule against uninitialized nodeclaim"): that capacity may never come, and the
 // candidate would already be gone.
 func (s *Simulation) Refusal(c *Cluster, cands []*Candidate) string {
+	if s.Displaced != "" {
+		return fmt.Sprintf("pod %s of a node an earlier command of this pass removes would no longer fit", s.Displaced)
+	}
 	for _, cand := range cands {
 		for _, p := range cand.Pods {
 			if why, ok := s.Unschedulable[p.UID]; ok {
@@ -66,11 +73,11 @@ func (s *Simulation) Refusal(c *Cluster, cands []*Candidate) string {
 }
 
 // unsettledNodeClaims are the NodeClaims no pod may be moved onto: launching (no Node yet),
-// not initialized, or being deleted.
+// not initialized, being deleted, or reserved by a command the pass chose.
 func (c *Cluster) unsettledNodeClaims() map[string]bool {
 	out := map[string]bool{}
 	for _, nc := range c.NodeClaims {
-		if c.NodeOf[nc.Name] == nil || !isInitialized(nc) || c.isDeleting(nc) {
+		if c.NodeOf[nc.Name] == nil || !isInitialized(nc) || c.isDeleting(nc) || c.reserved[nc.Name] != nil {
 			out[nc.Name] = true
 		}
 	}
@@ -175,6 +182,7 @@ func (s *SolverSimulator) Simulate(ctx context.Context, c *Cluster, cands []*Can
 			out.Unschedulable[uid] = why
 		}
 	}
+	out.Displaced = displaced(c, plan)
 	for _, planned := range plan.NewNodeClaims {
 		if !slices.ContainsFunc(planned.Pods, func(p *corev1.Pod) bool { return moving.Has(p.UID) }) {
 			continue // only pending pods: the Provisioner launches for those itself
@@ -190,6 +198,28 @@ func (s *SolverSimulator) Simulate(ctx context.Context, c *Cluster, cands []*Can
 	return out, nil
 }
 
+// displaced names the first pod of a reserved candidate (Cluster.reserved) that plan could
+// not put on the cluster's nodes: it fits nowhere, or only on new capacity.
+func displaced(c *Cluster, plan *simulation.Plan) string {
+	if len(c.reserved) == 0 {
+		return ""
+	}
+	onNew := sets.New[types.UID]()
+	for _, planned := range plan.NewNodeClaims {
+		for _, p := range planned.Pods {
+			onNew.Insert(p.UID)
+		}
+	}
+	for _, cand := range c.reservedCandidates() {
+		for _, p := range cand.Pods {
+			if _, ok := plan.Unschedulable[p.UID]; ok || onNew.Has(p.UID) {
+				return p.Namespace + "/" + p.Name
+			}
+		}
+	}
+	return ""
+}
+
 // plan plans batch on the view. A ForkingPlanner keeps c loaded between simulations (one
 // decision simulates many candidate sets over the same Cluster) and only takes the
 // candidates' nodes away per plan.
@@ -202,7 +232,7 @@ func (s *SolverSimulator) plan(ctx context.Context, c *Cluster, cands []*Candida
 		s.base, s.baseKey = c, new(int)
 	}
 	var removed []string
-	for _, cand := range cands {
+	for _, cand := range append(c.reservedCandidates(), cands...) {
 		// A node going away (a pre-plan's NodeClaim already deleted) is not in the base.
 		if cand.Node.DeletionTimestamp == nil && cand.NodeClaim.DeletionTimestamp == nil {
 			removed = append(removed, cand.Node.Name)
@@ -317,6 +347,18 @@ func (v *View) set(c *Cluster, cands []*Candidate) []*corev1.Pod {
 		removedClaims.Insert(cand.NodeClaim.Name)
 		removedNodes.Insert(cand.Node.Name)
 	}
+	// Candidates reserved by the pass's earlier commands are gone too, their pods pending: they
+	// must keep a place on the nodes (Simulation.Displaced), and cands' pods take what is left.
+	var reservedPods []*corev1.Pod
+	if len(cands) > 0 {
+		for _, cand := range c.reservedCandidates() {
+			removedClaims.Insert(cand.NodeClaim.Name)
+			removedNodes.Insert(cand.Node.Name)
+			for _, p := range cand.Pods {
+				reservedPods = append(reservedPods, unbound(p))
+			}
+		}
+	}
 	for _, nc := range c.NodeClaims {
 		if removedClaims.Has(nc.Name) {
 			continue
@@ -342,13 +384,10 @@ func (v *View) set(c *Cluster, cands []*Candidate) []*corev1.Pod {
 			v.nodes = append(v.nodes, c.Nodes[name])
 		}
 	}
-	var batch []*corev1.Pod
+	batch := reservedPods // committed first: they need their room before cands' pods
 	for _, cand := range cands {
 		for _, p := range cand.Pods {
-			moved := p.DeepCopy()
-			moved.Spec.NodeName = ""
-			moved.Status = corev1.PodStatus{Phase: corev1.PodPending}
-			batch = append(batch, moved)
+			batch = append(batch, unbound(p))
 		}
 	}
 	v.pods = append(v.pods, batch...)
@@ -364,6 +403,14 @@ func (v *View) set(c *Cluster, cands []*Candidate) []*corev1.Pod {
 	}
 	v.daemonSets = c.DaemonSets
 	return batch
+}
+
+// unbound is a copy of p as a pending pod, to be placed again.
+func unbound(p *corev1.Pod) *corev1.Pod {
+	moved := p.DeepCopy()
+	moved.Spec.NodeName = ""
+	moved.Status = corev1.PodStatus{Phase: corev1.PodPending}
+	return moved
 }
 
 func sortedKeys[V any](m map[string]V) []string {
