@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
@@ -38,10 +37,6 @@ type Cluster struct {
 	// Suspended, when set, says why voluntary disruption of a node is suspended ("" when it
 	// is not): the cloud provider's zone check (ZoneSuspender).
 	Suspended func(node *corev1.Node) string
-
-	// prefLooked are the pods whose preferences consolidation looked at in this pass.
-	prefMu     sync.Mutex
-	prefLooked map[types.UID]bool
 
 	// reserved are the candidates of commands this pass already chose, by NodeClaim name:
 	// they wait for their validation with the rest, so no later command of the pass takes

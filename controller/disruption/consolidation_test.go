@@ -238,7 +238,7 @@ func TestConsolidation(t *testing.T) {
 			if tt.multi {
 				m = &MultiNodeConsolidation{Consolidation: base}
 			}
-			cands, _ := cluster.Candidates(m.Reason())
+			cands, _ := cluster.Candidates(m.Reason(), m.Class())
 			allowed, _ := cluster.Allowed(m.Reason(), epoch)
 			cmd, blocked, err := m.ComputeCommand(context.Background(), cluster, allowed, cands)
 			if err != nil {
@@ -379,7 +379,7 @@ func TestConsolidationTimeout(t *testing.T) {
 	clock := func() time.Time { now = now.Add(40 * time.Second); return now }
 	m := &MultiNodeConsolidation{Consolidation{Simulator: newSolverSimulator(t, its), InstanceTypes: benchTypes(its), Now: clock}}
 	before := testutil.ToFloat64(consolidationTimeouts.WithLabelValues(ConsolidationTypeMulti))
-	cands, _ := cluster.Candidates(m.Reason())
+	cands, _ := cluster.Candidates(m.Reason(), m.Class())
 	allowed, _ := cluster.Allowed(m.Reason(), epoch)
 	cmd, _, err := m.ComputeCommand(context.Background(), cluster, allowed, cands)
 	if err != nil {

@@ -30,7 +30,7 @@ func TestEmptiness(t *testing.T) {
 	cluster, _ := loadCluster(t, objs...)
 
 	m := &Emptiness{}
-	cands, _ := cluster.Candidates(m.Reason())
+	cands, _ := cluster.Candidates(m.Reason(), m.Class())
 	var mine []*Candidate
 	for _, c := range cands {
 		if m.ShouldDisrupt(c) {
@@ -81,7 +81,7 @@ func TestDrift(t *testing.T) {
 				testPod("web-a", "node-a"), testPod("web-b", "node-b"))
 			sim := &fakeSimulator{unschedulable: tt.unschedulable}
 			m := &Drift{Simulator: sim}
-			cands, _ := cluster.Candidates(m.Reason())
+			cands, _ := cluster.Candidates(m.Reason(), m.Class())
 			allowed, _ := cluster.Allowed(m.Reason(), epoch)
 			cmd, blocked, err := m.ComputeCommand(context.Background(), cluster, allowed, cands)
 			if err != nil {

@@ -144,7 +144,7 @@ func consolidationTypeOfCommandID(id string) string {
 	}
 	for _, m := range []Method{&MultiNodeConsolidation{}, &SingleNodeConsolidation{}, &Emptiness{}} {
 		if m.Name() == method {
-			return consolidationTypeOf(m)
+			return m.ConsolidationType()
 		}
 	}
 	return ""

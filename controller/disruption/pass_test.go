@@ -183,7 +183,7 @@ func TestReservedCandidatesPodsNeedRoom(t *testing.T) {
 	objs = append(objs, cpuPod("px", "node-x", "2500m"), cpuPod("py", "node-y", "2500m"), cpuPod("pz", "node-z", "500m"))
 	cluster, _ := loadCluster(t, objs...)
 	sim := newSolverSimulator(t, its)
-	cands, _ := cluster.Candidates(karpv1.DisruptionReasonUnderutilized)
+	cands, _ := cluster.Candidates(karpv1.DisruptionReasonUnderutilized, ClassGraceful)
 	byName := map[string]*Candidate{}
 	for _, cand := range cands {
 		byName[cand.Name()] = cand
@@ -192,7 +192,7 @@ func TestReservedCandidatesPodsNeedRoom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(alone.Replacements) != 0 || alone.Refusal(cluster, []*Candidate{byName["y"]}) != "" {
+	if len(alone.Replacements) != 0 || alone.Refusal(cluster, []*Candidate{byName["y"]}) != nil {
 		t.Fatalf("y alone: %d replacements, refusal %q; want py on z", len(alone.Replacements), alone.Refusal(cluster, []*Candidate{byName["y"]}))
 	}
 	cluster.reserve(&Command{Candidates: []*Candidate{byName["x"]}})
@@ -201,10 +201,10 @@ func TestReservedCandidatesPodsNeedRoom(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("y after x reserved: %d replacements, refusal %q", len(after.Replacements), after.Refusal(cluster, []*Candidate{byName["y"]}))
-	if len(after.Replacements) == 0 && after.Refusal(cluster, []*Candidate{byName["y"]}) == "" {
+	if len(after.Replacements) == 0 && after.Refusal(cluster, []*Candidate{byName["y"]}) == nil {
 		t.Errorf("y after x was reserved: deleted with py → %q, want a replacement or a refusal: x's pod takes z's room", after.Destinations["pod-py"])
 	}
-	if again, _ := cluster.Candidates(karpv1.DisruptionReasonUnderutilized); slices.ContainsFunc(again, func(c *Candidate) bool { return c.Name() == "x" }) {
+	if again, _ := cluster.Candidates(karpv1.DisruptionReasonUnderutilized, ClassGraceful); slices.ContainsFunc(again, func(c *Candidate) bool { return c.Name() == "x" }) {
 		t.Error("a reserved candidate is a candidate again")
 	}
 	if alloc, _ := cluster.Allowed(karpv1.DisruptionReasonUnderutilized, epoch); alloc["default"] != 3 {

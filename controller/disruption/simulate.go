@@ -12,6 +12,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
@@ -19,6 +23,44 @@ import (
 	"github.com/joinery-dev/joinery/simulation"
 	"github.com/joinery-dev/joinery/simulation/solver"
 )
+
+// SimulationOptions build the solver-backed Simulator every disruption path decides with.
+type SimulationOptions struct {
+	// Profile is the scheduler profile whose Filters decide fits (joinery-scheduler's);
+	// OutOfTree the plugins registered with the binary besides the in-tree ones.
+	Profile   *config.KubeSchedulerProfile
+	OutOfTree frameworkruntime.Registry
+	// InstanceTypes is the cloud provider.
+	InstanceTypes cloudprovider.InstanceTypeLister
+	// Client and InformerFactory back the simulation's framework; start the factory (and
+	// wait for its caches) before simulating.
+	Client          kubernetes.Interface
+	InformerFactory informers.SharedInformerFactory
+	// Offerings, when not nil, is read before each simulation (UnavailableSource).
+	Offerings UnavailableSource
+	// Policies are joinery-scheduler's (its profile's Provisioner args,
+	// plugin.ProvisionerArgs.Policies); the solver's defaults when zero.
+	Policies solver.Policies
+}
+
+// NewSimulation returns the SolverSimulator over a solver built from opts. It is the one
+// constructor of the disruption simulation: joinery-controller's disruption paths, `joinery
+// simulate` and the tests all build it here, so they cannot plan with different options.
+func NewSimulation(ctx context.Context, opts SimulationOptions) (*SolverSimulator, error) {
+	view := &View{}
+	solv, err := solver.New(ctx, solver.Options{
+		State:         view,
+		InstanceTypes: opts.InstanceTypes,
+		Profile:       opts.Profile,
+		OutOfTree:     opts.OutOfTree,
+		Framework:     simulation.FrameworkOptions{Client: opts.Client, InformerFactory: opts.InformerFactory},
+		Unavailable:   view.Unavailable,
+	}.WithPolicies(opts.Policies))
+	if err != nil {
+		return nil, fmt.Errorf("building the disruption simulation: %w", err)
+	}
+	return simulatorOver(solv, view, opts.Offerings), nil
+}
 
 // Simulation is where the candidates' pods would go if the candidates were gone.
 type Simulation struct {
@@ -35,24 +77,24 @@ type Simulation struct {
 	Displaced string
 }
 
-// Refusal returns why the simulation refuses the command ("" when every pod has a place it
-// can count on): a pod that fits nowhere, or a pod that would land on a NodeClaim of c that is
-// launching, registered but not initialized, or being deleted. Karpenter refuses the latter too
-// ("would schedule against uninitialized nodeclaim"): that capacity may never come, and the
-// candidate would already be gone.
-func (s *Simulation) Refusal(c *Cluster, cands []*Candidate) string {
+// Refusal returns why the simulation refuses the command (a *Refusal; nil when every pod has
+// a place it can count on): a pod that fits nowhere, or a pod that would land on a NodeClaim of
+// c that is launching, registered but not initialized, or being deleted. Karpenter refuses the
+// latter too ("would schedule against uninitialized nodeclaim"): that capacity may never come,
+// and the candidate would already be gone.
+func (s *Simulation) Refusal(c *Cluster, cands []*Candidate) error {
 	if s.Displaced != "" {
-		return fmt.Sprintf("pod %s of a node an earlier command of this pass removes would no longer fit", s.Displaced)
+		return refused("pod %s of a node an earlier command of this pass removes would no longer fit", s.Displaced)
 	}
 	for _, cand := range cands {
 		for _, p := range cand.Pods {
 			if why, ok := s.Unschedulable[p.UID]; ok {
-				return fmt.Sprintf("pod %s/%s would not schedule: %s", p.Namespace, p.Name, why)
+				return refused("pod %s/%s would not schedule: %s", p.Namespace, p.Name, why)
 			}
 		}
 	}
 	if c == nil {
-		return ""
+		return nil
 	}
 	var unsettled map[string]bool
 	for _, cand := range cands {
@@ -65,11 +107,11 @@ func (s *Simulation) Refusal(c *Cluster, cands []*Candidate) string {
 				unsettled = c.unsettledNodeClaims()
 			}
 			if unsettled[dest] {
-				return fmt.Sprintf("would schedule against uninitialized nodeclaim %s (pod %s/%s)", dest, p.Namespace, p.Name)
+				return refused("would schedule against uninitialized nodeclaim %s (pod %s/%s)", dest, p.Namespace, p.Name)
 			}
 		}
 	}
-	return ""
+	return nil
 }
 
 // unsettledNodeClaims are the NodeClaims no pod may be moved onto: launching (no Node yet),
