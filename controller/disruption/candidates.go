@@ -55,8 +55,8 @@ func doNotDisrupt(obj metav1.Object) bool {
 
 // Candidates returns the candidates for a disruption with reason, in NodeClaim name order, and
 // the nodes blocked from it with why. NodeClaims that are not disruptable at all — standalone,
-// not initialized, without a Node, being deleted or already chosen (by a command, or reserved
-// by one this pass chose), or of a static NodePool
+// not initialized, without a Node, being deleted or already chosen (by a command, or set aside
+// by one this pass chose: its candidate or where its pods go), or of a static NodePool
 // for any reason but drift — are in neither list.
 // A node whose zone the cloud provider suspends voluntary disruption in (Cluster.Suspended: an
 // ARC zonal shift on AWS) is blocked for every reason, drift included.
@@ -69,7 +69,7 @@ func (c *Cluster) Candidates(reason string, class Class) ([]*Candidate, []Blocke
 	for _, nc := range c.NodeClaims {
 		np := c.NodePoolOf(nc)
 		node := c.NodeOf[nc.Name]
-		if np == nil || node == nil || !isInitialized(nc) || c.isDeleting(nc) || c.reserved[nc.Name] != nil {
+		if np == nil || node == nil || !isInitialized(nc) || c.isDeleting(nc) || c.setAside(nc, node) {
 			continue
 		}
 		if np.Spec.Replicas != nil && reason != karpv1.DisruptionReasonDrifted {

@@ -43,6 +43,9 @@ type Cluster struct {
 	// them, and later commands are simulated as if they were gone and their pods pending.
 	// They do not count against budgets: a command's budget is checked when it executes.
 	reserved map[string]*Candidate
+	// receiving are the nodes (and NodeClaims) those commands' pods were simulated onto: they
+	// are not candidates for the rest of the pass either, since the pods will land there.
+	receiving map[string]bool
 }
 
 // reserve sets cmd's candidates aside for the rest of the pass (Cluster.reserved).
@@ -50,9 +53,21 @@ func (c *Cluster) reserve(cmd *Command) {
 	if c.reserved == nil {
 		c.reserved = map[string]*Candidate{}
 	}
+	if c.receiving == nil {
+		c.receiving = map[string]bool{}
+	}
 	for _, cand := range cmd.Candidates {
 		c.reserved[cand.Name()] = cand
 	}
+	for _, dest := range cmd.Destinations {
+		c.receiving[dest] = true
+	}
+}
+
+// setAside reports whether nc, on node, is reserved or receiving pods of a command the pass
+// already chose (Cluster.reserved, Cluster.receiving).
+func (c *Cluster) setAside(nc *karpv1.NodeClaim, node *corev1.Node) bool {
+	return c.reserved[nc.Name] != nil || c.receiving[nc.Name] || (node != nil && c.receiving[node.Name])
 }
 
 // reservedCandidates are the reserved candidates in NodeClaim name order.
