@@ -160,13 +160,10 @@ func (c *Controller) execute(ctx context.Context) (bool, error) {
 		}
 		if refusal == nil {
 			// Last check before eviction: the pods' volatile requests still as simulated.
-			why, err := c.verifyVolatile(ctx, fresh)
-			if err != nil {
+			err := c.verifyVolatile(ctx, fresh)
+			if refusal = refusalOf(err); err != nil && refusal == nil {
 				c.waiting = append(keep, c.waiting[i+1:]...)
 				return started, fmt.Errorf("%s: %w", m.Name(), err)
-			}
-			if why != "" {
-				refusal = &Refusal{Message: why}
 			}
 		}
 		if refusal != nil {
