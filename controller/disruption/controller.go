@@ -116,6 +116,9 @@ type Controller struct {
 	// soon says the last pass left something for a pass a second later (a command waiting
 	// for its budget, or candidates whose budget frees when nodes being deleted are gone).
 	soon bool
+	// budgetWait, when set, holds passes back from the methods until a node being deleted is
+	// gone: the candidates were blocked only by those nodes' budget.
+	budgetWait *budgetWait
 }
 
 // New returns the loop over methods (in order). c reads from the cache and writes; reader

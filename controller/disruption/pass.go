@@ -48,6 +48,12 @@ func (c *Controller) Step(ctx context.Context) (bool, error) {
 	now := c.clock.Now()
 	c.publishBudgets(ctx, cluster, now)
 	if len(c.waiting) == 0 {
+		if w := c.budgetWait; w != nil && now.Before(w.until) && !w.freed(cluster) {
+			// Candidates wait for nodes being deleted: nothing to decide until one is gone.
+			c.soon = true
+			return false, nil
+		}
+		c.budgetWait = nil
 		if err := c.choose(ctx, cluster, now); err != nil {
 			return false, err
 		}
@@ -55,6 +61,7 @@ func (c *Controller) Step(ctx context.Context) (bool, error) {
 			c.recordSavingsOrLog(ctx, cluster, nil)
 			return false, nil
 		}
+		c.budgetWait = nil // a command was found: the pass goes on with it
 	}
 	return c.execute(ctx)
 }
@@ -227,6 +234,34 @@ func (c *Controller) assumeStarted(cluster *Cluster) {
 	}
 }
 
+// budgetWait is what a pass whose candidates waited only for nodes being deleted waits for:
+// one of those nodes gone, or until (the poll interval).
+type budgetWait struct {
+	deleting map[string]bool
+	until    time.Time
+}
+
+func newBudgetWait(cluster *Cluster, until time.Time) *budgetWait {
+	w := &budgetWait{deleting: map[string]bool{}, until: until}
+	for _, nc := range cluster.NodeClaims {
+		if cluster.isDeleting(nc) {
+			w.deleting[nc.Name] = true
+		}
+	}
+	return w
+}
+
+// freed reports whether a NodeClaim that was being deleted is gone from cluster.
+func (w *budgetWait) freed(cluster *Cluster) bool {
+	present := 0
+	for _, nc := range cluster.NodeClaims {
+		if w.deleting[nc.Name] {
+			present++
+		}
+	}
+	return present < len(w.deleting)
+}
+
 // sleepUntil waits until t on the loop's clock, or ctx ends.
 func (c *Controller) sleepUntil(ctx context.Context, t time.Time) error {
 	d := t.Sub(c.clock.Now())
@@ -256,8 +291,9 @@ func (c *Controller) compute(ctx context.Context, cluster *Cluster, m Method, no
 	if first {
 		eligibleNodes.WithLabelValues(MetricReason(m.Reason())).Set(float64(res.Eligible))
 	}
-	if cmd == nil && res.WaitingForBudget {
+	if cmd == nil && res.WaitingForBudget && c.budgetWait == nil {
 		c.soon = true
+		c.budgetWait = newBudgetWait(cluster, now.Add(c.opts.PollInterval))
 	}
 	return cmd, err
 }

@@ -211,3 +211,45 @@ func TestReservedCandidatesPodsNeedRoom(t *testing.T) {
 		t.Errorf("allowed %d with one reserved, want 3: budgets count commands when they run", alloc["default"])
 	}
 }
+
+// countingMethod counts how often the loop asks it for a command.
+type countingMethod struct {
+	contractOnly
+	asked *int
+}
+
+func (c countingMethod) ComputeCommand(ctx context.Context, cl *Cluster, allowed map[string]int, cands []*Candidate) (*Command, []Blocked, error) {
+	*c.asked++
+	return c.contractOnly.ComputeCommand(ctx, cl, allowed, cands)
+}
+
+// TestPassWaitsForNodesBeingDeleted: empty nodes whose budget is held only by a node being
+// deleted are looked at again a second later; until that node is gone a pass does not ask the
+// methods again, and once it is gone the next pass does and removes one.
+func TestPassWaitsForNodesBeingDeleted(t *testing.T) {
+	objs := []client.Object{testNodePool("default", budgets(karpv1.Budget{Nodes: "1"}))}
+	objs = append(objs, pair(testNode("going", "default", deleting))...)
+	for _, name := range []string{"e1", "e2"} {
+		objs = append(objs, pair(testNode(name, "default", func(nc *karpv1.NodeClaim, _ *corev1.Node) {
+			nc.Finalizers = []string{karpv1.TerminationFinalizer}
+		}))...)
+	}
+	c := newClient(t, objs...)
+	clk := clocktesting.NewFakeClock(epoch)
+	asked := 0
+	ctrl := New(c, c, events.NewFakeRecorder(100), clk, []Method{countingMethod{contractOnly{&Emptiness{}}, &asked}}, Options{})
+	if stepOn(t, ctrl, clk) || !ctrl.soon || asked != 1 {
+		t.Fatalf("first pass: soon %t, asked %d; want nothing started, a pass soon, asked once", ctrl.soon, asked)
+	}
+	clk.Step(time.Second)
+	if stepOn(t, ctrl, clk) || !ctrl.soon || asked != 1 {
+		t.Fatalf("node still being deleted: soon %t, asked %d; want a pass soon, the methods not asked again", ctrl.soon, asked)
+	}
+	finishTermination(t, c)
+	if !stepOn(t, ctrl, clk) || asked < 2 {
+		t.Errorf("node gone: asked %d, want the methods asked again and a command started", asked)
+	}
+	if n := disrupting(t, c); n != 1 {
+		t.Errorf("%d disrupting, want 1 (the budget)", n)
+	}
+}
