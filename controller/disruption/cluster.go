@@ -70,6 +70,9 @@ func (c *Cluster) setAside(nc *karpv1.NodeClaim, node *corev1.Node) bool {
 	return c.reserved[nc.Name] != nil || c.receiving[nc.Name] || (node != nil && c.receiving[node.Name])
 }
 
+// unreserve lifts every reservation.
+func (c *Cluster) unreserve() { c.reserved, c.receiving = nil, nil }
+
 // reservedCandidates are the reserved candidates in NodeClaim name order.
 func (c *Cluster) reservedCandidates() []*Candidate {
 	out := make([]*Candidate, 0, len(c.reserved))

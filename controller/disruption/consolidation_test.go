@@ -415,12 +415,12 @@ func TestUnconsolidatableEvents(t *testing.T) {
 	base := Consolidation{Simulator: newSolverSimulator(t, its), InstanceTypes: benchTypes(its)}
 	ctrl := New(c, c, rec, clocktesting.NewFakeClock(epoch), nil, Options{})
 	m := &SingleNodeConsolidation{Consolidation: base}
-	cmd, err := ctrl.compute(context.Background(), cluster, m, epoch, true)
-	if err != nil {
+	ctrl.methods = []Method{m}
+	if err := ctrl.choose(context.Background(), cluster, epoch); err != nil {
 		t.Fatal(err)
 	}
-	if cmd != nil {
-		t.Fatalf("command %s, want none", cmd)
+	if len(ctrl.waiting) != 0 {
+		t.Fatalf("command %s, want none", ctrl.waiting[0].cmd)
 	}
 	close(rec.Events)
 	var got []string

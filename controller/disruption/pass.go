@@ -86,19 +86,48 @@ func (c *Controller) publishBudgets(ctx context.Context, cluster *Cluster, now t
 	c.reportBudgets(ctx, cluster, now)
 }
 
-// choose asks the methods, in order, for a command; while one is found that launches nothing,
-// and the first one's validation delay has not passed, its candidates are reserved and the
-// methods are asked again. The commands found wait in c.waiting.
+// chooseCommands is the pass's choice, shared by Controller.Step and DryRun: it asks the
+// methods, in order, for a command over cluster; while one is found that launches nothing,
+// its candidates and the nodes its pods go to are set aside (Cluster.reserve) and the methods
+// are asked again, up to maxCommandsPerPass. visit sees every method's answer and how long it
+// took; chosen gets each command, and stops the choice by returning false. The reservations
+// are lifted before it returns.
+func chooseCommands(ctx context.Context, cluster *Cluster, methods []Method, now time.Time,
+	visit func(Method, MethodResult, time.Duration), chosen func(Method, *Command) bool) error {
+	defer cluster.unreserve()
+	for n := 0; n < maxCommandsPerPass; n++ {
+		var m Method
+		var cmd *Command
+		for _, candidate := range methods {
+			start := time.Now()
+			c, res, err := computeMethod(ctx, cluster, candidate, now)
+			visit(candidate, res, time.Since(start))
+			if err != nil {
+				return fmt.Errorf("%s: %w", candidate.Name(), err)
+			}
+			if c != nil {
+				m, cmd = candidate, c
+				break
+			}
+		}
+		if cmd == nil || !chosen(m, cmd) || len(cmd.Replacements) > 0 {
+			// A command that launches ends the choice: its replacements are not on the
+			// cluster later commands would be simulated on.
+			return nil
+		}
+		cluster.reserve(cmd)
+	}
+	return nil
+}
+
+// choose chooses the pass's commands (chooseCommands), publishing why nodes were passed over
+// and the methods' metrics, until the first command's validation delay has passed. The
+// commands chosen wait in c.waiting.
 func (c *Controller) choose(ctx context.Context, cluster *Cluster, now time.Time) error {
 	var first time.Time
-	for len(c.waiting) < maxCommandsPerPass {
-		if len(c.waiting) > 0 && !c.clock.Now().Before(first) {
-			return nil // choosing more would delay the first command
-		}
-		m, cmd, err := c.next(ctx, cluster, now, len(c.waiting) == 0)
-		if err != nil || cmd == nil {
-			return err
-		}
+	return chooseCommands(ctx, cluster, c.methods, now, func(m Method, res MethodResult, took time.Duration) {
+		c.observe(cluster, m, res, took, len(c.waiting) == 0, now)
+	}, func(m Method, cmd *Command) bool {
 		w := &waitingCommand{method: m, cmd: cmd, due: c.clock.Now().Add(c.validationDelay(m))}
 		if len(c.waiting) == 0 {
 			first = w.due
@@ -111,28 +140,8 @@ func (c *Controller) choose(ctx context.Context, cluster *Cluster, now time.Time
 			c.pub.consolidationEvent(cmd, "", w.savings)
 		}
 		c.waiting = append(c.waiting, w)
-		if len(cmd.Replacements) > 0 {
-			// Its replacements are not on the cluster later commands would be simulated on.
-			return nil
-		}
-		cluster.reserve(cmd)
-	}
-	return nil
-}
-
-// next is the first method's command over cluster (its reserved candidates set aside).
-// first says it is the pass's first question: only then are the eligible-nodes gauges set.
-func (c *Controller) next(ctx context.Context, cluster *Cluster, now time.Time, first bool) (Method, *Command, error) {
-	for _, m := range c.methods {
-		cmd, err := c.compute(ctx, cluster, m, now, first)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", m.Name(), err)
-		}
-		if cmd != nil {
-			return m, cmd, nil
-		}
-	}
-	return nil, nil, nil
+		return c.clock.Now().Before(first) // choosing more would delay the first command
+	})
 }
 
 // execute validates the waiting commands in order, each once its validation delay has passed,
@@ -276,26 +285,21 @@ func (c *Controller) sleepUntil(ctx context.Context, t time.Time) error {
 	}
 }
 
-// compute asks m for a command over cluster, and publishes why nodes were passed over. first
-// says the pass asks for its first command: the eligible-nodes gauge counts that question's
-// candidates, not those left after reservations.
-func (c *Controller) compute(ctx context.Context, cluster *Cluster, m Method, now time.Time, first bool) (*Command, error) {
-	start := time.Now()
-	defer func() {
-		evaluationDuration.WithLabelValues(m.Name(), m.ConsolidationType()).Observe(time.Since(start).Seconds())
-	}()
-	cmd, res, err := computeMethod(ctx, cluster, m, now)
+// observe publishes what a method answered: why nodes were passed over, how long it took,
+// and, for the pass's first question (first), the eligible nodes. Candidates that wait only
+// for nodes being deleted make the pass look again soon.
+func (c *Controller) observe(cluster *Cluster, m Method, res MethodResult, took time.Duration, first bool, now time.Time) {
+	evaluationDuration.WithLabelValues(m.Name(), m.ConsolidationType()).Observe(took.Seconds())
 	for _, b := range res.Blocked {
 		c.pub.blocked(b)
 	}
 	if first {
 		eligibleNodes.WithLabelValues(MetricReason(m.Reason())).Set(float64(res.Eligible))
 	}
-	if cmd == nil && res.WaitingForBudget && c.budgetWait == nil {
+	if res.WaitingForBudget && c.budgetWait == nil {
 		c.soon = true
 		c.budgetWait = newBudgetWait(cluster, now.Add(c.opts.PollInterval))
 	}
-	return cmd, err
 }
 
 // validate recomputes cmd over the same candidates in cluster (read after the validation

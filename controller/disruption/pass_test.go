@@ -253,3 +253,28 @@ func TestPassWaitsForNodesBeingDeleted(t *testing.T) {
 		t.Errorf("%d disrupting, want 1 (the budget)", n)
 	}
 }
+
+// TestDryRunChoosesAsThePassDoes: the dry run (`joinery simulate`) reports every command the
+// pass would choose — four of three for twelve empty nodes under a budget of 3 — and leaves
+// the cluster as it found it.
+func TestDryRunChoosesAsThePassDoes(t *testing.T) {
+	objs := []client.Object{testNodePool("default", budgets(karpv1.Budget{Nodes: "3"}))}
+	for i := range 12 {
+		objs = append(objs, pair(testNode(fmt.Sprintf("e%02d", i), "default"))...)
+	}
+	cluster, _ := loadCluster(t, objs...)
+	pass, err := DryRun(context.Background(), cluster, GracefulMethods(Consolidation{}), epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sizes []int
+	for _, cmd := range pass.Commands {
+		sizes = append(sizes, len(cmd.Candidates))
+	}
+	if !slices.Equal(sizes, []int{3, 3, 3, 3}) || pass.Command != pass.Commands[0] {
+		t.Errorf("commands of %v nodes (first %v), want four of three", sizes, pass.Command)
+	}
+	if cands, _ := cluster.Candidates(karpv1.DisruptionReasonEmpty, ClassGraceful); len(cands) != 12 {
+		t.Errorf("%d candidates after the dry run, want the 12 again", len(cands))
+	}
+}
