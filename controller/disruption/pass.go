@@ -152,16 +152,22 @@ func (c *Controller) execute(ctx context.Context) (bool, error) {
 	logger := log.FromContext(ctx)
 	started := false
 	var keep []*waitingCommand
+	var cluster *Cluster // read again after a wait or a start, else shared by the commands
 	for i, w := range c.waiting {
 		m := w.method
-		if err := c.sleepUntil(ctx, w.due); err != nil {
-			c.waiting = append(keep, c.waiting[i:]...)
-			return started, err
+		if c.clock.Now().Before(w.due) {
+			cluster = nil
+			if err := c.sleepUntil(ctx, w.due); err != nil {
+				c.waiting = append(keep, c.waiting[i:]...)
+				return started, err
+			}
 		}
-		cluster, err := c.load(ctx)
-		if err != nil {
-			c.waiting = append(keep, c.waiting[i:]...)
-			return started, err
+		if cluster == nil {
+			var err error
+			if cluster, err = c.load(ctx); err != nil {
+				c.waiting = append(keep, c.waiting[i:]...)
+				return started, err
+			}
 		}
 		fresh, err := c.validate(ctx, cluster, m, w.cmd)
 		refusal := refusalOf(err)
@@ -194,7 +200,7 @@ func (c *Controller) execute(ctx context.Context) (bool, error) {
 			c.waiting = append(keep, c.waiting[i+1:]...)
 			return started, fmt.Errorf("%s: executing %s: %w", m.Name(), fresh, err)
 		}
-		started = true
+		started, cluster = true, nil
 		for _, cand := range fresh.Candidates {
 			c.started[cand.Name()] = c.clock.Now()
 		}
