@@ -165,10 +165,10 @@ func (b *priceBook) score(ctx context.Context, c *Cluster, cands []*Candidate, r
 	return out, nil
 }
 
-// rejection returns why the move is refused, or "" when every score approves it; record
-// counts the rejected scores in the metrics.
-func rejection(scores []MoveScore, record bool) string {
-	why := ""
+// rejection returns why the move is refused (a *Refusal), or nil when every score approves
+// it; record counts the rejected scores in the metrics.
+func rejection(scores []MoveScore, record bool) error {
+	var out error
 	for _, s := range scores {
 		if s.Approved() {
 			continue
@@ -176,11 +176,11 @@ func rejection(scores []MoveScore, record bool) string {
 		if record {
 			recordMove(moveRejected, s.NodePool, karpv1.ConsolidationPolicyBalanced, &s.Score)
 		}
-		if why == "" {
-			why = "Balanced consolidation: savings do not justify the disruption, " + s.String()
+		if out == nil {
+			out = refused("Balanced consolidation: savings do not justify the disruption, %s", s)
 		}
 	}
-	return why
+	return out
 }
 
 // recordMove counts a consolidation move of nodePool, and observes its score when it has one.

@@ -91,7 +91,7 @@ func TestBalancedScore(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cluster, _ := loadCluster(t, slices.Concat(tt.objs...)...)
 			var cands []*Candidate
-			all, _ := cluster.Candidates(karpv1.DisruptionReasonUnderutilized)
+			all, _ := cluster.Candidates(karpv1.DisruptionReasonUnderutilized, ClassGraceful)
 			for _, c := range all {
 				if slices.Contains(tt.move, c.Name()) {
 					cands = append(cands, c)
@@ -152,7 +152,7 @@ func TestBalancedConsolidation(t *testing.T) {
 			objs = append(objs, cpuPod("b-0", "node-b", tt.bFill), cpuPod("c-0", "node-c", almostFull(its, "large")))
 			cluster, _ := loadCluster(t, objs...)
 			m := &SingleNodeConsolidation{Consolidation{Simulator: newSolverSimulator(t, its), InstanceTypes: benchTypes(its)}}
-			cands, _ := cluster.Candidates(m.Reason())
+			cands, _ := cluster.Candidates(m.Reason(), m.Class())
 			i := slices.IndexFunc(cands, func(c *Candidate) bool { return c.Name() == "a" })
 			rejected := testutil.ToFloat64(consolidationMoves.WithLabelValues(moveRejected, "default", string(karpv1.ConsolidationPolicyBalanced)))
 			allowed, _ := cluster.Allowed(m.Reason(), epoch)
@@ -205,7 +205,7 @@ func TestBalancedPrefilter(t *testing.T) {
 	cluster, _ := loadCluster(t, objs...)
 	sim := &fakeSimulator{}
 	m := &SingleNodeConsolidation{Consolidation{Simulator: sim, InstanceTypes: benchTypes(its)}}
-	cands, _ := cluster.Candidates(m.Reason())
+	cands, _ := cluster.Candidates(m.Reason(), m.Class())
 	i := slices.IndexFunc(cands, func(c *Candidate) bool { return c.Name() == "a" })
 	allowed, _ := cluster.Allowed(m.Reason(), epoch)
 	cmd, blocked, err := m.ComputeCommand(context.Background(), cluster, allowed, cands[i:i+1])

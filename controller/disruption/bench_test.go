@@ -99,7 +99,7 @@ func BenchmarkDisruptionPass(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/nodes=%d", m.Name(), n), func(b *testing.B) {
 				ctx := context.Background()
 				for b.Loop() {
-					cands, _ := c.Candidates(m.Reason())
+					cands, _ := c.Candidates(m.Reason(), m.Class())
 					var mine []*Candidate
 					for _, cand := range cands {
 						if m.ShouldDisrupt(cand) {

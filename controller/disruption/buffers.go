@@ -33,6 +33,9 @@ type Buffers struct {
 // load reads the cluster and, with buffers, places their virtual pods on it.
 func (c *Controller) load(ctx context.Context) (*Cluster, error) {
 	cluster, err := LoadCluster(ctx, c.client)
+	if err == nil {
+		c.assumeStarted(cluster)
+	}
 	if err == nil && c.opts.Zones != nil {
 		cluster.Suspended = c.opts.Zones.DisruptionSuspended
 	}

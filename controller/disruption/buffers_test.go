@@ -49,7 +49,7 @@ func TestBuffersKeepCapacity(t *testing.T) {
 	consolidate := func(cluster *Cluster) (*Command, []Blocked) {
 		t.Helper()
 		m := &SingleNodeConsolidation{Consolidation: Consolidation{Simulator: sim, InstanceTypes: benchTypes(its)}}
-		cands, _ := cluster.Candidates(m.Reason())
+		cands, _ := cluster.Candidates(m.Reason(), m.Class())
 		allowed, _ := cluster.Allowed(m.Reason(), epoch)
 		cmd, blocked, err := m.ComputeCommand(context.Background(), cluster, allowed, cands)
 		if err != nil {
@@ -59,7 +59,7 @@ func TestBuffersKeepCapacity(t *testing.T) {
 	}
 	candidate := func(cluster *Cluster, name string) *Candidate {
 		t.Helper()
-		cands, _ := cluster.Candidates((&Emptiness{}).Reason())
+		cands, _ := cluster.Candidates((&Emptiness{}).Reason(), ClassGraceful)
 		for _, cand := range cands {
 			if cand.Name() == name {
 				return cand
@@ -147,7 +147,7 @@ func TestRealPodPosingAsVirtualKeepsItsProtections(t *testing.T) {
 					t.Fatalf("real pod %s taken for a virtual pod", p.Name)
 				}
 			}
-			cands, blocked := cluster.Candidates(karpv1.DisruptionReasonDrifted)
+			cands, blocked := cluster.Candidates(karpv1.DisruptionReasonDrifted, ClassEventual)
 			if len(cands) != 0 || len(blocked) != 1 || blocked[0].Message != tt.blocked {
 				t.Fatalf("candidates %d, blocked %+v; want blocked %q", len(cands), blocked, tt.blocked)
 			}

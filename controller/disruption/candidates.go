@@ -55,20 +55,21 @@ func doNotDisrupt(obj metav1.Object) bool {
 
 // Candidates returns the candidates for a disruption with reason, in NodeClaim name order, and
 // the nodes blocked from it with why. NodeClaims that are not disruptable at all — standalone,
-// not initialized, without a Node, being deleted or already chosen, or of a static NodePool
+// not initialized, without a Node, being deleted or already chosen (by a command, or set aside
+// by one this pass chose: its candidate or where its pods go), or of a static NodePool
 // for any reason but drift — are in neither list.
 // A node whose zone the cloud provider suspends voluntary disruption in (Cluster.Suspended: an
 // ARC zonal shift on AWS) is blocked for every reason, drift included.
-// For Drifted, a NodeClaim with a terminationGracePeriod is a candidate even with blocking
-// PDBs or do-not-disrupt pods (the seeds' TerminationGracePeriod section): its drain is
-// bounded.
-func (c *Cluster) Candidates(reason string) ([]*Candidate, []Blocked) {
+// For an eventual method (class ClassEventual: drift), a NodeClaim with a
+// terminationGracePeriod is a candidate even with blocking PDBs or do-not-disrupt pods (the
+// seeds' TerminationGracePeriod section): its drain is bounded.
+func (c *Cluster) Candidates(reason string, class Class) ([]*Candidate, []Blocked) {
 	var cands []*Candidate
 	var blocked []Blocked
 	for _, nc := range c.NodeClaims {
 		np := c.NodePoolOf(nc)
 		node := c.NodeOf[nc.Name]
-		if np == nil || node == nil || !isInitialized(nc) || c.isDeleting(nc) {
+		if np == nil || node == nil || !isInitialized(nc) || c.isDeleting(nc) || c.setAside(nc, node) {
 			continue
 		}
 		if np.Spec.Replicas != nil && reason != karpv1.DisruptionReasonDrifted {
@@ -83,7 +84,7 @@ func (c *Cluster) Candidates(reason string) ([]*Candidate, []Blocked) {
 			}
 		}
 		podsOnNode := c.PodsByNode[node.Name]
-		if why := c.blocker(nc, node, podsOnNode, reason == karpv1.DisruptionReasonDrifted && nc.Spec.TerminationGracePeriod != nil); why != "" {
+		if why := c.blocker(nc, node, podsOnNode, class == ClassEventual && nc.Spec.TerminationGracePeriod != nil); why != "" {
 			blocked = append(blocked, Blocked{NodeClaim: nc, Node: node, Message: "Cannot disrupt Node: " + why})
 			continue
 		}

@@ -63,7 +63,7 @@ func TestCandidates(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cluster, _ := loadCluster(t, append(tt.objs, np)...)
-			cands, blocked := cluster.Candidates(tt.reason)
+			cands, blocked := cluster.Candidates(tt.reason, classOf(tt.reason))
 			if got := len(cands) == 1; got != tt.want {
 				t.Fatalf("candidate = %t (%d candidates), want %t; blocked %v", got, len(cands), tt.want, blocked)
 			}
@@ -78,4 +78,12 @@ func TestCandidates(t *testing.T) {
 			}
 		})
 	}
+}
+
+// classOf is the class of the loop's method for reason: drift is eventual, the others graceful.
+func classOf(reason string) Class {
+	if reason == karpv1.DisruptionReasonDrifted {
+		return ClassEventual
+	}
+	return ClassGraceful
 }

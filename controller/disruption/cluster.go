@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
@@ -39,9 +38,48 @@ type Cluster struct {
 	// is not): the cloud provider's zone check (ZoneSuspender).
 	Suspended func(node *corev1.Node) string
 
-	// prefLooked are the pods whose preferences consolidation looked at in this pass.
-	prefMu     sync.Mutex
-	prefLooked map[types.UID]bool
+	// reserved are the candidates of commands this pass already chose, by NodeClaim name:
+	// they wait for their validation with the rest, so no later command of the pass takes
+	// them, and later commands are simulated as if they were gone and their pods pending.
+	// They do not count against budgets: a command's budget is checked when it executes.
+	reserved map[string]*Candidate
+	// receiving are the nodes (and NodeClaims) those commands' pods were simulated onto: they
+	// are not candidates for the rest of the pass either, since the pods will land there.
+	receiving map[string]bool
+}
+
+// reserve sets cmd's candidates aside for the rest of the pass (Cluster.reserved).
+func (c *Cluster) reserve(cmd *Command) {
+	if c.reserved == nil {
+		c.reserved = map[string]*Candidate{}
+	}
+	if c.receiving == nil {
+		c.receiving = map[string]bool{}
+	}
+	for _, cand := range cmd.Candidates {
+		c.reserved[cand.Name()] = cand
+	}
+	for _, dest := range cmd.Destinations {
+		c.receiving[dest] = true
+	}
+}
+
+// setAside reports whether nc, on node, is reserved or receiving pods of a command the pass
+// already chose (Cluster.reserved, Cluster.receiving).
+func (c *Cluster) setAside(nc *karpv1.NodeClaim, node *corev1.Node) bool {
+	return c.reserved[nc.Name] != nil || c.receiving[nc.Name] || (node != nil && c.receiving[node.Name])
+}
+
+// unreserve lifts every reservation.
+func (c *Cluster) unreserve() { c.reserved, c.receiving = nil, nil }
+
+// reservedCandidates are the reserved candidates in NodeClaim name order.
+func (c *Cluster) reservedCandidates() []*Candidate {
+	out := make([]*Candidate, 0, len(c.reserved))
+	for _, name := range sortedKeys(c.reserved) {
+		out = append(out, c.reserved[name])
+	}
+	return out
 }
 
 // LoadCluster lists the objects from r (the manager's cache).

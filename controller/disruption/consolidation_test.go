@@ -178,6 +178,10 @@ func TestConsolidation(t *testing.T) {
 		{name: "multi: largest prefix deleted", multi: true, pool: []npOption{onDemandOnly, allBudget},
 			nodes: []node{{"a", "large", "on-demand", []string{"500m"}}, {"b", "large", "on-demand", []string{"500m"}}, {"c", "large", "on-demand", []string{"1", "1", "1", "1"}}},
 			held:  "c", want: "a,b", decision: "delete"},
+		{name: "multi: five nodes deleted in one command when the rest holds their pods", multi: true, pool: []npOption{onDemandOnly, allBudget},
+			nodes: []node{{"a", "large", "on-demand", []string{"500m"}}, {"b", "large", "on-demand", []string{"500m"}}, {"c", "large", "on-demand", []string{"500m"}},
+				{"d", "large", "on-demand", []string{"500m"}}, {"e", "large", "on-demand", []string{"500m"}}, {"f", "large", "on-demand", []string{"1", "1", "1", "1"}}},
+			held: "f", want: "a,b,c,d,e", decision: "delete"},
 		{name: "spot: deleting a spot node is allowed without the gate",
 			nodes: []node{{"a", "large", "spot", []string{"500m"}}, {"b", "large", "spot", []string{"1", "1"}}},
 			want:  "a", decision: "delete"},
@@ -238,7 +242,7 @@ func TestConsolidation(t *testing.T) {
 			if tt.multi {
 				m = &MultiNodeConsolidation{Consolidation: base}
 			}
-			cands, _ := cluster.Candidates(m.Reason())
+			cands, _ := cluster.Candidates(m.Reason(), m.Class())
 			allowed, _ := cluster.Allowed(m.Reason(), epoch)
 			cmd, blocked, err := m.ComputeCommand(context.Background(), cluster, allowed, cands)
 			if err != nil {
@@ -379,7 +383,7 @@ func TestConsolidationTimeout(t *testing.T) {
 	clock := func() time.Time { now = now.Add(40 * time.Second); return now }
 	m := &MultiNodeConsolidation{Consolidation{Simulator: newSolverSimulator(t, its), InstanceTypes: benchTypes(its), Now: clock}}
 	before := testutil.ToFloat64(consolidationTimeouts.WithLabelValues(ConsolidationTypeMulti))
-	cands, _ := cluster.Candidates(m.Reason())
+	cands, _ := cluster.Candidates(m.Reason(), m.Class())
 	allowed, _ := cluster.Allowed(m.Reason(), epoch)
 	cmd, _, err := m.ComputeCommand(context.Background(), cluster, allowed, cands)
 	if err != nil {
@@ -415,12 +419,12 @@ func TestUnconsolidatableEvents(t *testing.T) {
 	base := Consolidation{Simulator: newSolverSimulator(t, its), InstanceTypes: benchTypes(its)}
 	ctrl := New(c, c, rec, clocktesting.NewFakeClock(epoch), nil, Options{})
 	m := &SingleNodeConsolidation{Consolidation: base}
-	cmd, err := ctrl.compute(context.Background(), cluster, m, epoch)
-	if err != nil {
+	ctrl.methods = []Method{m}
+	if err := ctrl.choose(context.Background(), cluster, epoch); err != nil {
 		t.Fatal(err)
 	}
-	if cmd != nil {
-		t.Fatalf("command %s, want none", cmd)
+	if len(ctrl.waiting) != 0 {
+		t.Fatalf("command %s, want none", ctrl.waiting[0].cmd)
 	}
 	close(rec.Events)
 	var got []string

@@ -19,7 +19,6 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -106,6 +105,20 @@ type Controller struct {
 	pub     *publisher
 	clock   clock.Clock
 	opts    Options
+
+	// waiting are the commands chosen and not yet executed or dropped, in the order chosen:
+	// a pass that found several waits one validation delay for all of them, and a command
+	// its budget does not allow yet waits here for a later pass (at most maxBudgetWait).
+	waiting []*waitingCommand
+	// started are the candidates of commands this loop started, by NodeClaim name, until the
+	// cache shows them chosen or gone: budgets count them meanwhile (load).
+	started map[string]time.Time
+	// soon says the last pass left something for a pass a second later (a command waiting
+	// for its budget, or candidates whose budget frees when nodes being deleted are gone).
+	soon bool
+	// budgetWait, when set, holds passes back from the methods until a node being deleted is
+	// gone: the candidates were blocked only by those nodes' budget.
+	budgetWait *budgetWait
 }
 
 // New returns the loop over methods (in order). c reads from the cache and writes; reader
@@ -123,6 +136,7 @@ func New(c client.Client, reader client.Reader, recorder events.EventRecorder, c
 		pub:     pub,
 		clock:   clk,
 		opts:    opts,
+		started: map[string]time.Time{},
 	}
 }
 
@@ -133,7 +147,8 @@ func (c *Controller) Queue() *Queue { return c.queue }
 func (c *Controller) NeedLeaderElection() bool { return true }
 
 // Start runs the loop until ctx ends: first the commands a previous process left behind are
-// recovered, then a pass runs every PollInterval (at once again after a command).
+// recovered, then a pass runs every PollInterval (a second later after a command started,
+// and while a command waits for its budget).
 func (c *Controller) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName(Name)
 	ctx = log.IntoContext(ctx, logger)
@@ -150,7 +165,7 @@ func (c *Controller) Start(ctx context.Context) error {
 			logger.Error(err, "disruption pass")
 		}
 		wait := c.opts.PollInterval
-		if started {
+		if started || c.soon {
 			wait = time.Second
 		}
 		select {
@@ -159,86 +174,6 @@ func (c *Controller) Start(ctx context.Context) error {
 		case <-c.clock.After(wait):
 		}
 	}
-}
-
-// reasons whose allowed disruptions are published per NodePool.
-var budgetReasons = []string{karpv1.DisruptionReasonDrifted, karpv1.DisruptionReasonEmpty, karpv1.DisruptionReasonUnderutilized}
-
-// Step runs one pass: the first method with a valid command has it executed. It reports
-// whether a command was started.
-func (c *Controller) Step(ctx context.Context) (bool, error) {
-	logger := log.FromContext(ctx)
-	cluster, err := c.load(ctx)
-	if err != nil {
-		return false, err
-	}
-	now := c.clock.Now()
-	for np, counts := range cluster.Counts() {
-		nodesConsumingBudgets.WithLabelValues(np).Set(float64(counts.Deleting + counts.NotReady))
-	}
-	counts := cluster.Counts()
-	for _, reason := range budgetReasons {
-		// A budget that cannot be evaluated allows nothing; reportBudgets says so on the
-		// NodePool, once, rather than a log line per pass.
-		allowed, _ := cluster.Allowed(reason, now)
-		for np, n := range allowed {
-			allowedDisruptions.WithLabelValues(np, MetricReason(reason)).Set(float64(n))
-			if n == 0 && counts[np].Total > 0 {
-				c.pub.nodePoolBlocked(cluster.NodePools[np], reason)
-			}
-		}
-	}
-	c.reportBudgets(ctx, cluster, now)
-	for _, m := range c.methods {
-		cmd, err := c.compute(ctx, cluster, m, now)
-		if err != nil {
-			return false, fmt.Errorf("%s: %w", m.Name(), err)
-		}
-		if cmd == nil {
-			continue
-		}
-		// The gauge shows the chosen command while it waits for validation: what the pass
-		// would do, as `joinery cost` prints it.
-		c.recordSavingsOrLog(ctx, cluster, cmd)
-		consolidating := consolidationTypeOf(m) != ""
-		var savings *float64
-		if consolidating {
-			savings = c.savingsOf(ctx, cluster, cmd)
-			c.pub.consolidationEvent(cmd, "", savings)
-		}
-		fresh, why, err := c.validate(ctx, m, cmd)
-		if err != nil {
-			return false, fmt.Errorf("%s: validating: %w", m.Name(), err)
-		}
-		if fresh != nil {
-			// Last check before eviction: the pods' volatile requests still as simulated.
-			if why, err = c.verifyVolatile(ctx, fresh); err != nil {
-				return false, fmt.Errorf("%s: %w", m.Name(), err)
-			}
-			if why != "" {
-				fresh = nil
-			}
-		}
-		if fresh == nil {
-			if consolidating {
-				c.pub.consolidationEvent(cmd, why, savings)
-			}
-			failedValidations.WithLabelValues(consolidationTypeOf(m)).Inc()
-			logger.Info("disruption command no longer valid, not executed", "method", m.Name(), "command", cmd.String(), "why", why)
-			return false, nil
-		}
-		if err := c.queue.Start(ctx, fresh); err != nil {
-			return false, fmt.Errorf("%s: executing %s: %w", m.Name(), fresh, err)
-		}
-		recordDecision(fresh, consolidationTypeOf(m))
-		if t := consolidationTypeOf(m); t == ConsolidationTypeMulti || t == ConsolidationTypeSingle {
-			recordApproved(c.pub, fresh)
-		}
-		logCommand(logger, fresh)
-		return true, nil
-	}
-	c.recordSavingsOrLog(ctx, cluster, nil)
-	return false, nil
 }
 
 // recordSavingsOrLog records the pass's savings; a price it cannot read costs the gauge, not
@@ -269,119 +204,14 @@ func (c *Controller) savingsOf(ctx context.Context, cluster *Cluster, cmd *Comma
 	return &total
 }
 
-// compute asks m for a command over cluster, and publishes why nodes were passed over.
-func (c *Controller) compute(ctx context.Context, cluster *Cluster, m Method, now time.Time) (*Command, error) {
-	start := time.Now()
-	defer func() {
-		evaluationDuration.WithLabelValues(m.Name(), consolidationTypeOf(m)).Observe(time.Since(start).Seconds())
-	}()
-	cmd, res, err := computeMethod(ctx, cluster, m, now)
-	for _, b := range res.Blocked {
-		c.pub.blocked(b)
-	}
-	eligibleNodes.WithLabelValues(MetricReason(m.Reason())).Set(float64(res.Eligible))
-	return cmd, err
-}
-
-// validate waits the method's validation delay, reads the cluster again and recomputes the
-// command over the same candidates: each must still be a candidate the method acts on, the
-// budgets must still allow them all, and the simulation must still accept them with no more
-// replacements.
-// It returns the recomputed command (fresh objects, fresh replacements), or nil and why.
-func (c *Controller) validate(ctx context.Context, m Method, cmd *Command) (*Command, string, error) {
-	select {
-	case <-ctx.Done():
-		return nil, "", ctx.Err()
-	case <-c.clock.After(c.validationDelay(m)):
-	}
-	cluster, err := c.load(ctx)
-	if err != nil {
-		return nil, "", err
-	}
-	cands, _ := cluster.Candidates(m.Reason())
-	byName := map[string]*Candidate{}
-	for _, cand := range cands {
-		byName[cand.Name()] = cand
-	}
-	var fresh []*Candidate
-	perPool := map[string]int{}
-	for _, old := range cmd.Candidates {
-		cand, ok := byName[old.Name()]
-		if !ok || !m.ShouldDisrupt(cand) {
-			return nil, fmt.Sprintf("%s is no longer a %s candidate", old.Name(), m.Name()), nil
-		}
-		fresh = append(fresh, cand)
-		perPool[cand.NodePool.Name]++
-	}
-	allowed, _ := cluster.Allowed(m.Reason(), c.clock.Now())
-	for np, n := range perPool {
-		if allowed[np] < n {
-			return nil, fmt.Sprintf("nodepool %s now allows %d disruptions for %s, the command needs %d", np, allowed[np], m.Reason(), n), nil
-		}
-	}
-	if rv, ok := m.(revalidator); ok {
-		out, why, err := rv.revalidate(ctx, cluster, cmd, fresh)
-		if err != nil || out == nil {
-			return nil, why, err
-		}
-		if len(out.Replacements) > len(cmd.Replacements) {
-			return nil, fmt.Sprintf("now needs %d replacements instead of %d", len(out.Replacements), len(cmd.Replacements)), nil
-		}
-		return out, "", nil
-	}
-	out := &Command{Method: cmd.Method, Reason: cmd.Reason, Candidates: fresh, Destinations: map[types.UID]string{}}
-	if len(cmd.Replacements) > 0 || out.PodCount() > 0 {
-		sim, ok := simulatorOf(m)
-		if !ok {
-			return nil, "pods appeared on the candidates", nil
-		}
-		result, err := sim.Simulate(ctx, cluster, fresh)
-		if err != nil {
-			return nil, "", err
-		}
-		if why := result.Refusal(cluster, fresh); why != "" {
-			return nil, why, nil
-		}
-		if len(result.Replacements) > len(cmd.Replacements) {
-			return nil, fmt.Sprintf("now needs %d replacements instead of %d", len(result.Replacements), len(cmd.Replacements)), nil
-		}
-		out.Replacements, out.Destinations = result.Replacements, result.Destinations
-	}
-	return out, "", nil
-}
-
-// validationDelay is how long m's commands wait before validation: consolidation's delay for
-// the consolidation methods, the loop's for the others.
+// validationDelay is how long m's commands wait before validation: the delay its contract
+// names (Method.Validation).
 func (c *Controller) validationDelay(m Method) time.Duration {
-	if consolidationTypeOf(m) != "" {
+	if m.Validation() == ValidateAfterConsolidationDelay {
 		return c.opts.ConsolidationValidationDelay
 	}
 	return c.opts.ValidationDelay
 }
-
-// revalidator is a method that checks its own commands again after the validation delay
-// (consolidation re-prices the replacement).
-type revalidator interface {
-	revalidate(ctx context.Context, cluster *Cluster, old *Command, fresh []*Candidate) (*Command, string, error)
-}
-
-// consolidationTypeOf is the consolidation_type metric label of m ("" for other methods).
-func consolidationTypeOf(m Method) string {
-	if t, ok := m.(interface{ consolidationType() string }); ok {
-		return t.consolidationType()
-	}
-	return ""
-}
-
-// simulatorOf returns the simulator of a method that moves pods.
-func simulatorOf(m Method) (Simulator, bool) {
-	if s, ok := m.(interface{ simulator() Simulator }); ok && s.simulator() != nil {
-		return s.simulator(), true
-	}
-	return nil, false
-}
-
-func (d *Drift) simulator() Simulator { return d.Simulator }
 
 // maxLoggedPods bounds the pods listed in a command's log line.
 const maxLoggedPods = 20

@@ -20,7 +20,7 @@ import (
 // decide runs m over c as the loop does: its candidates, its budget.
 func decide(ctx context.Context, tb testing.TB, c *Cluster, m Method) *Command {
 	tb.Helper()
-	cands, _ := c.Candidates(m.Reason())
+	cands, _ := c.Candidates(m.Reason(), m.Class())
 	var mine []*Candidate
 	for _, cand := range cands {
 		if m.ShouldDisrupt(cand) {

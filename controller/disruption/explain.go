@@ -69,9 +69,18 @@ func Explain(ctx context.Context, cluster *Cluster, methods []Method, node strin
 	}
 
 	reasons := []string{karpv1.DisruptionReasonDrifted, karpv1.DisruptionReasonEmpty, karpv1.DisruptionReasonUnderutilized}
+	// Each reason's candidates as its method's class sees them (graceful when no method
+	// has the reason).
+	class := map[string]Class{}
+	for _, m := range methods {
+		class[m.Reason()] = m.Class()
+	}
 	cands := map[string]*Candidate{}
 	for _, reason := range reasons {
-		cs, blocked := cluster.Candidates(reason)
+		if class[reason] == "" {
+			class[reason] = ClassGraceful
+		}
+		cs, blocked := cluster.Candidates(reason, class[reason])
 		for _, b := range blocked {
 			if b.NodeClaim.Name == nc.Name {
 				add("pods and annotations ("+reason+")", false, "%s", strings.TrimPrefix(b.Message, "Cannot disrupt Node: "))
@@ -115,7 +124,7 @@ func Explain(ctx context.Context, cluster *Cluster, methods []Method, node strin
 		if cand == nil || !m.ShouldDisrupt(cand) {
 			continue
 		}
-		if _, multi := m.(*MultiNodeConsolidation); multi {
+		if m.ConsolidationType() == ConsolidationTypeMulti {
 			continue
 		}
 		allowed, _ := cluster.Allowed(m.Reason(), now)

@@ -117,7 +117,7 @@ func TestCommandFidelityRejects(t *testing.T) {
 	cluster, _ := loadCluster(t, objects(testNodePool("default"),
 		pair(testNode("a", "default", typed(its, "small", "on-demand"))), pair(testNode("full", "default", typed(its, "small", "on-demand"))),
 		cpuPod("web", "node-a", "1"), cpuPod("busy", "node-full", "1500m"))...)
-	cands, _ := cluster.Candidates(karpv1.DisruptionReasonUnderutilized)
+	cands, _ := cluster.Candidates(karpv1.DisruptionReasonUnderutilized, ClassGraceful)
 	i := slices.IndexFunc(cands, func(c *Candidate) bool { return c.Name() == "a" })
 	cmd := &Command{Candidates: cands[i : i+1], Destinations: map[types.UID]string{"pod-web": "full"}}
 	if err := commandFidelity(cluster, cmd, its); err == nil || !strings.Contains(err.Error(), "does not fit its destination node-full") {

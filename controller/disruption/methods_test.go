@@ -30,7 +30,7 @@ func TestEmptiness(t *testing.T) {
 	cluster, _ := loadCluster(t, objs...)
 
 	m := &Emptiness{}
-	cands, _ := cluster.Candidates(m.Reason())
+	cands, _ := cluster.Candidates(m.Reason(), m.Class())
 	var mine []*Candidate
 	for _, c := range cands {
 		if m.ShouldDisrupt(c) {
@@ -81,7 +81,7 @@ func TestDrift(t *testing.T) {
 				testPod("web-a", "node-a"), testPod("web-b", "node-b"))
 			sim := &fakeSimulator{unschedulable: tt.unschedulable}
 			m := &Drift{Simulator: sim}
-			cands, _ := cluster.Candidates(m.Reason())
+			cands, _ := cluster.Candidates(m.Reason(), m.Class())
 			allowed, _ := cluster.Allowed(m.Reason(), epoch)
 			cmd, blocked, err := m.ComputeCommand(context.Background(), cluster, allowed, cands)
 			if err != nil {
@@ -127,20 +127,15 @@ func TestValidationDelayPerMethod(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newClient(t, objects(testNodePool("default"), pair(testNode("a", "default", tt.opts...)))...)
-			cluster, err := LoadCluster(context.Background(), c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cands, _ := cluster.Candidates(tt.method.Reason())
 			clk := clocktesting.NewFakeClock(epoch)
-			ctrl := New(c, c, events.NewFakeRecorder(10), clk, nil, Options{ValidationDelay: 5 * time.Second, ConsolidationValidationDelay: 15 * time.Second})
-			done := make(chan *Command, 1)
+			ctrl := New(c, c, events.NewFakeRecorder(10), clk, []Method{tt.method}, Options{ValidationDelay: 5 * time.Second, ConsolidationValidationDelay: 15 * time.Second})
+			done := make(chan bool, 1)
 			go func() {
-				out, _, err := ctrl.validate(context.Background(), tt.method, &Command{Method: tt.method.Name(), Reason: tt.method.Reason(), Candidates: cands})
+				started, err := ctrl.Step(context.Background())
 				if err != nil {
 					t.Error(err)
 				}
-				done <- out
+				done <- started
 			}()
 			waitFor(t, clk.HasWaiters)
 			clk.Step(tt.delay - time.Millisecond)
@@ -149,9 +144,9 @@ func TestValidationDelayPerMethod(t *testing.T) {
 			}
 			clk.Step(time.Millisecond)
 			select {
-			case out := <-done:
-				if out == nil {
-					t.Error("command dropped at validation, want it kept")
+			case started := <-done:
+				if !started {
+					t.Error("command dropped at validation, want it executed")
 				}
 			case <-time.After(30 * time.Second):
 				t.Fatalf("not validated %v after the command", tt.delay)

@@ -142,9 +142,9 @@ func consolidationTypeOfCommandID(id string) string {
 	if i := strings.LastIndexByte(id, '-'); i >= 0 {
 		method = id[:i]
 	}
-	for _, m := range []Method{&MultiNodeConsolidation{}, &SingleNodeConsolidation{}, &Emptiness{}} {
+	for _, m := range GracefulMethods(Consolidation{}) {
 		if m.Name() == method {
-			return consolidationTypeOf(m)
+			return m.ConsolidationType()
 		}
 	}
 	return ""

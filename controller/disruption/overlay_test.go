@@ -61,7 +61,7 @@ func TestConsolidationUsesOverlayPrices(t *testing.T) {
 			}
 			provider := kwok.NewWithOverlay(c, its, overlays)
 			m := &SingleNodeConsolidation{Consolidation: Consolidation{Simulator: newProviderSimulator(t, provider), InstanceTypes: provider}}
-			cands, _ := cluster.Candidates(m.Reason())
+			cands, _ := cluster.Candidates(m.Reason(), m.Class())
 			allowed, _ := cluster.Allowed(m.Reason(), epoch)
 			cmd, blocked, err := m.ComputeCommand(ctx, cluster, allowed, cands)
 			if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -67,7 +68,7 @@ func (c *Consolidation) logPreferenceBlockers(ctx context.Context, cluster *Clus
 	var suspects []*corev1.Pod
 	for _, cand := range cands {
 		for _, p := range cand.Pods {
-			if strings.HasPrefix(sim.Destinations[p.UID], "replacement-") && hasPreferences(p) && cluster.firstPreferenceLook(p.UID) {
+			if strings.HasPrefix(sim.Destinations[p.UID], "replacement-") && hasPreferences(p) && c.preferenceLooks().first(cluster, p.UID) {
 				suspects = append(suspects, p)
 			}
 		}
@@ -88,13 +89,13 @@ func (c *Consolidation) logPreferenceBlockers(ctx context.Context, cluster *Clus
 		stripped[i] = &cp
 	}
 	logger := log.FromContext(ctx)
-	cmd, _, _, err := c.judge(ctx, cluster, prices, stripped, single, false)
+	cmd, _, err := c.judge(ctx, cluster, prices, stripped, single, false)
+	if refusalOf(err) != nil {
+		return // refused without the preferences too: they are not what prevents it
+	}
 	if err != nil {
 		logger.V(1).Info("could not check whether preferences prevent consolidation", "candidates", candidateList(cands), "error", err.Error())
 		return
-	}
-	if cmd == nil {
-		return // refused without the preferences too: they are not what prevents it
 	}
 	pods := make([]string, len(suspects))
 	for i, p := range suspects {
@@ -104,17 +105,34 @@ func (c *Consolidation) logPreferenceBlockers(ctx context.Context, cluster *Clus
 		"pods", pods, "withoutPreferences", fmt.Sprintf("%s with %d replacement(s)", cmd.Decision(), len(cmd.Replacements)))
 }
 
-// firstPreferenceLook reports whether uid's preferences have not been looked at yet in this
-// pass, and marks them looked at.
-func (c *Cluster) firstPreferenceLook(uid types.UID) bool {
-	c.prefMu.Lock()
-	defer c.prefMu.Unlock()
-	if c.prefLooked == nil {
-		c.prefLooked = map[types.UID]bool{}
+// preferenceLooks remembers which pods' preferences were looked at in one pass (one Cluster),
+// so each is looked at, and logged, once per pass. A new Cluster starts afresh.
+type preferenceLooks struct {
+	mu      sync.Mutex
+	cluster *Cluster
+	looked  map[types.UID]bool
+}
+
+// first reports whether uid's preferences have not been looked at yet in the pass of cluster,
+// and marks them looked at.
+func (l *preferenceLooks) first(cluster *Cluster, uid types.UID) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cluster != cluster {
+		l.cluster, l.looked = cluster, map[types.UID]bool{}
 	}
-	if c.prefLooked[uid] {
+	if l.looked[uid] {
 		return false
 	}
-	c.prefLooked[uid] = true
+	l.looked[uid] = true
 	return true
+}
+
+// preferenceLooks is c's memo of looked-at preferences, made on first use for a
+// Consolidation not built by GracefulMethods.
+func (c *Consolidation) preferenceLooks() *preferenceLooks {
+	if c.looks == nil {
+		c.looks = &preferenceLooks{}
+	}
+	return c.looks
 }

@@ -58,7 +58,7 @@ func TestPreferencesPreventingConsolidationAreLogged(t *testing.T) {
 			var lines []string
 			ctx := log.IntoContext(context.Background(), funcr.New(func(prefix, args string) { lines = append(lines, args) }, funcr.Options{}))
 			m := &SingleNodeConsolidation{Consolidation{Simulator: newSolverSimulator(t, its), InstanceTypes: benchTypes(its)}}
-			cands, _ := cluster.Candidates(m.Reason())
+			cands, _ := cluster.Candidates(m.Reason(), m.Class())
 			var a []*Candidate
 			for _, c := range cands {
 				if c.Name() == "a" {

@@ -148,7 +148,7 @@ func TestQueueRetriesUntilDone(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cands, _ := cluster.Candidates(karpv1.DisruptionReasonEmpty)
+		cands, _ := cluster.Candidates(karpv1.DisruptionReasonEmpty, ClassGraceful)
 		return &Command{Method: "emptiness", Reason: karpv1.DisruptionReasonEmpty, Candidates: cands}
 	}
 	tests := []struct {

@@ -141,7 +141,7 @@ func driftCommand(t *testing.T, c client.Client) *Command {
 		t.Fatal(err)
 	}
 	m := &Drift{Simulator: &fakeSimulator{}}
-	cands, _ := cluster.Candidates(m.Reason())
+	cands, _ := cluster.Candidates(m.Reason(), m.Class())
 	allowed, _ := cluster.Allowed(m.Reason(), epoch)
 	cmd, _, err := m.ComputeCommand(context.Background(), cluster, allowed, cands)
 	if err != nil || cmd == nil {

@@ -157,7 +157,7 @@ func TestMultiNodeConsolidationPerNodePool(t *testing.T) {
 	}
 	cluster, _ := loadCluster(t, objs...)
 	m := &MultiNodeConsolidation{Consolidation{Simulator: newSolverSimulator(t, its), InstanceTypes: benchTypes(its)}}
-	cands, _ := cluster.Candidates(m.Reason())
+	cands, _ := cluster.Candidates(m.Reason(), m.Class())
 	allowed, _ := cluster.Allowed(m.Reason(), epoch)
 	cmd, _, err := m.ComputeCommand(context.Background(), cluster, allowed, cands)
 	if err != nil {

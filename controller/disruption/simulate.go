@@ -8,17 +8,57 @@ import (
 	"sync"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
-	"github.com/joinery-dev/joinery/scheduling"
 	"github.com/joinery-dev/joinery/simulation"
 	"github.com/joinery-dev/joinery/simulation/solver"
 )
+
+// SimulationOptions build the solver-backed Simulator every disruption path decides with.
+type SimulationOptions struct {
+	// Profile is the scheduler profile whose Filters decide fits (joinery-scheduler's);
+	// OutOfTree the plugins registered with the binary besides the in-tree ones.
+	Profile   *config.KubeSchedulerProfile
+	OutOfTree frameworkruntime.Registry
+	// InstanceTypes is the cloud provider.
+	InstanceTypes cloudprovider.InstanceTypeLister
+	// Client and InformerFactory back the simulation's framework; start the factory (and
+	// wait for its caches) before simulating.
+	Client          kubernetes.Interface
+	InformerFactory informers.SharedInformerFactory
+	// Offerings, when not nil, is read before each simulation (UnavailableSource).
+	Offerings UnavailableSource
+	// Policies are joinery-scheduler's (its profile's Provisioner args,
+	// plugin.ProvisionerArgs.Policies); the solver's defaults when zero.
+	Policies solver.Policies
+}
+
+// NewSimulation returns the SolverSimulator over a solver built from opts. It is the one
+// constructor of the disruption simulation: joinery-controller's disruption paths, `joinery
+// simulate` and the tests all build it here, so they cannot plan with different options.
+func NewSimulation(ctx context.Context, opts SimulationOptions) (*SolverSimulator, error) {
+	view := &View{}
+	solv, err := solver.New(ctx, solver.Options{
+		State:         view,
+		InstanceTypes: opts.InstanceTypes,
+		Profile:       opts.Profile,
+		OutOfTree:     opts.OutOfTree,
+		Framework:     simulation.FrameworkOptions{Client: opts.Client, InformerFactory: opts.InformerFactory},
+		Unavailable:   view.Unavailable,
+	}.WithPolicies(opts.Policies))
+	if err != nil {
+		return nil, fmt.Errorf("building the disruption simulation: %w", err)
+	}
+	return simulatorOver(solv, view, opts.Offerings), nil
+}
 
 // Simulation is where the candidates' pods would go if the candidates were gone.
 type Simulation struct {
@@ -29,23 +69,30 @@ type Simulation struct {
 	// Unschedulable maps each candidate pod that fits nowhere, not even on new capacity, to
 	// why.
 	Unschedulable map[types.UID]string
+	// Displaced names a pod of a candidate reserved by an earlier command of the pass that
+	// no longer fits on the cluster's nodes once these candidates are gone too ("" when none):
+	// the two commands cannot both run.
+	Displaced string
 }
 
-// Refusal returns why the simulation refuses the command ("" when every pod has a place it
-// can count on): a pod that fits nowhere, or a pod that would land on a NodeClaim of c that is
-// launching, registered but not initialized, or being deleted. Karpenter refuses the latter too
-// ("would schedule against uninitialized nodeclaim"): that capacity may never come, and the
-// candidate would already be gone.
-func (s *Simulation) Refusal(c *Cluster, cands []*Candidate) string {
+// Refusal returns why the simulation refuses the command (a *Refusal; nil when every pod has
+// a place it can count on): a pod that fits nowhere, or a pod that would land on a NodeClaim of
+// c that is launching, registered but not initialized, or being deleted. Karpenter refuses the
+// latter too ("would schedule against uninitialized nodeclaim"): that capacity may never come,
+// and the candidate would already be gone.
+func (s *Simulation) Refusal(c *Cluster, cands []*Candidate) error {
+	if s.Displaced != "" {
+		return refused("pod %s of a node an earlier command of this pass removes would no longer fit", s.Displaced)
+	}
 	for _, cand := range cands {
 		for _, p := range cand.Pods {
 			if why, ok := s.Unschedulable[p.UID]; ok {
-				return fmt.Sprintf("pod %s/%s would not schedule: %s", p.Namespace, p.Name, why)
+				return refused("pod %s/%s would not schedule: %s", p.Namespace, p.Name, why)
 			}
 		}
 	}
 	if c == nil {
-		return ""
+		return nil
 	}
 	var unsettled map[string]bool
 	for _, cand := range cands {
@@ -58,19 +105,19 @@ func (s *Simulation) Refusal(c *Cluster, cands []*Candidate) string {
 				unsettled = c.unsettledNodeClaims()
 			}
 			if unsettled[dest] {
-				return fmt.Sprintf("would schedule against uninitialized nodeclaim %s (pod %s/%s)", dest, p.Namespace, p.Name)
+				return refused("would schedule against uninitialized nodeclaim %s (pod %s/%s)", dest, p.Namespace, p.Name)
 			}
 		}
 	}
-	return ""
+	return nil
 }
 
 // unsettledNodeClaims are the NodeClaims no pod may be moved onto: launching (no Node yet),
-// not initialized, or being deleted.
+// not initialized, being deleted, or reserved by a command the pass chose.
 func (c *Cluster) unsettledNodeClaims() map[string]bool {
 	out := map[string]bool{}
 	for _, nc := range c.NodeClaims {
-		if c.NodeOf[nc.Name] == nil || !isInitialized(nc) || c.isDeleting(nc) {
+		if c.NodeOf[nc.Name] == nil || !isInitialized(nc) || c.isDeleting(nc) || c.reserved[nc.Name] != nil {
 			out[nc.Name] = true
 		}
 	}
@@ -175,6 +222,7 @@ func (s *SolverSimulator) Simulate(ctx context.Context, c *Cluster, cands []*Can
 			out.Unschedulable[uid] = why
 		}
 	}
+	out.Displaced = displaced(c, plan)
 	for _, planned := range plan.NewNodeClaims {
 		if !slices.ContainsFunc(planned.Pods, func(p *corev1.Pod) bool { return moving.Has(p.UID) }) {
 			continue // only pending pods: the Provisioner launches for those itself
@@ -190,6 +238,28 @@ func (s *SolverSimulator) Simulate(ctx context.Context, c *Cluster, cands []*Can
 	return out, nil
 }
 
+// displaced names the first pod of a reserved candidate (Cluster.reserved) that plan could
+// not put on the cluster's nodes: it fits nowhere, or only on new capacity.
+func displaced(c *Cluster, plan *simulation.Plan) string {
+	if len(c.reserved) == 0 {
+		return ""
+	}
+	onNew := sets.New[types.UID]()
+	for _, planned := range plan.NewNodeClaims {
+		for _, p := range planned.Pods {
+			onNew.Insert(p.UID)
+		}
+	}
+	for _, cand := range c.reservedCandidates() {
+		for _, p := range cand.Pods {
+			if _, ok := plan.Unschedulable[p.UID]; ok || onNew.Has(p.UID) {
+				return p.Namespace + "/" + p.Name
+			}
+		}
+	}
+	return ""
+}
+
 // plan plans batch on the view. A ForkingPlanner keeps c loaded between simulations (one
 // decision simulates many candidate sets over the same Cluster) and only takes the
 // candidates' nodes away per plan.
@@ -202,7 +272,7 @@ func (s *SolverSimulator) plan(ctx context.Context, c *Cluster, cands []*Candida
 		s.base, s.baseKey = c, new(int)
 	}
 	var removed []string
-	for _, cand := range cands {
+	for _, cand := range append(c.reservedCandidates(), cands...) {
 		// A node going away (a pre-plan's NodeClaim already deleted) is not in the base.
 		if cand.Node.DeletionTimestamp == nil && cand.NodeClaim.DeletionTimestamp == nil {
 			removed = append(removed, cand.Node.Name)
@@ -218,189 +288,10 @@ func (s *SolverSimulator) forget() {
 	s.base, s.baseKey = nil, nil
 }
 
-// lazyState is c as the View shows it with no candidate (nodes being deleted left out),
-// computed only if the planner reads it.
-type lazyState struct {
-	c    *Cluster
-	view *View
-}
-
-func (l *lazyState) get() *View {
-	if l.view == nil {
-		l.view = &View{}
-		l.view.set(l.c, nil)
-	}
-	return l.view
-}
-
-func (l *lazyState) NodePools(ctx context.Context) ([]*karpv1.NodePool, error) {
-	return l.get().NodePools(ctx)
-}
-func (l *lazyState) NodeClaims(ctx context.Context) ([]*karpv1.NodeClaim, error) {
-	return l.get().NodeClaims(ctx)
-}
-func (l *lazyState) Nodes(ctx context.Context) ([]*corev1.Node, error) { return l.get().Nodes(ctx) }
-func (l *lazyState) Pods(ctx context.Context) ([]*corev1.Pod, error)   { return l.get().Pods(ctx) }
-func (l *lazyState) DaemonSets(ctx context.Context) ([]*appsv1.DaemonSet, error) {
-	return l.get().DaemonSets(ctx)
-}
-
 func candidateList(cands []*Candidate) string {
 	names := make([]string, len(cands))
 	for i, c := range cands {
 		names[i] = c.Name()
 	}
 	return strings.Join(names, ",")
-}
-
-// View is the solver's ClusterState during a simulation: the cluster without the candidates
-// (their Nodes and NodeClaims), without Nodes being deleted, with the candidates' pods as
-// unbound copies. Outside a simulation it is empty.
-type View struct {
-	mu         sync.Mutex
-	nodePools  []*karpv1.NodePool
-	nodeClaims []*karpv1.NodeClaim
-	nodes      []*corev1.Node
-	pods       []*corev1.Pod
-	daemonSets []*appsv1.DaemonSet
-	// unavailable are the offerings known not to launch, as of the last simulation.
-	unavailable map[cloudprovider.OfferingKey]time.Time
-}
-
-var _ solver.ClusterState = (*View)(nil)
-
-var _ solver.UnavailableFunc = (&View{}).Unavailable
-
-// Unavailable reports an offering known not to launch; pass it as solver.Options.Unavailable.
-func (v *View) Unavailable(capacityType, instanceType, zone string) bool {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	_, ok := v.unavailable[cloudprovider.OfferingKey{CapacityType: capacityType, InstanceType: instanceType, Zone: zone}]
-	return ok
-}
-
-func (v *View) unavailableNow() map[cloudprovider.OfferingKey]time.Time {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.unavailable
-}
-
-func sameKeys[K comparable, V any](a, b map[K]V) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k := range a {
-		if _, ok := b[k]; !ok {
-			return false
-		}
-	}
-	return true
-}
-
-func (v *View) setUnavailable(m map[cloudprovider.OfferingKey]time.Time) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.unavailable = m
-}
-
-// set points the view at c without cands and returns the batch to plan: the candidates' pods
-// (unbound copies) and the cluster's pending pods.
-func (v *View) set(c *Cluster, cands []*Candidate) []*corev1.Pod {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.nodePools, v.nodeClaims, v.nodes, v.pods, v.daemonSets = nil, nil, nil, nil, nil
-	if c == nil {
-		return nil
-	}
-	removedClaims, removedNodes := sets.New[string](), sets.New[string]()
-	for _, cand := range cands {
-		removedClaims.Insert(cand.NodeClaim.Name)
-		removedNodes.Insert(cand.Node.Name)
-	}
-	for _, nc := range c.NodeClaims {
-		if removedClaims.Has(nc.Name) {
-			continue
-		}
-		if nc.DeletionTimestamp != nil {
-			if n := c.NodeOf[nc.Name]; n != nil {
-				removedNodes.Insert(n.Name)
-			}
-			continue
-		}
-		v.nodeClaims = append(v.nodeClaims, nc)
-	}
-	for _, n := range c.Nodes {
-		if n.DeletionTimestamp != nil {
-			removedNodes.Insert(n.Name)
-		}
-	}
-	for _, name := range sortedKeys(c.NodePools) {
-		v.nodePools = append(v.nodePools, c.NodePools[name])
-	}
-	for _, name := range sortedKeys(c.Nodes) {
-		if !removedNodes.Has(name) {
-			v.nodes = append(v.nodes, c.Nodes[name])
-		}
-	}
-	var batch []*corev1.Pod
-	for _, cand := range cands {
-		for _, p := range cand.Pods {
-			moved := p.DeepCopy()
-			moved.Spec.NodeName = ""
-			moved.Status = corev1.PodStatus{Phase: corev1.PodPending}
-			batch = append(batch, moved)
-		}
-	}
-	v.pods = append(v.pods, batch...)
-	for _, p := range c.Pods {
-		switch {
-		case scheduling.PodFinished(p) || p.DeletionTimestamp != nil:
-		case p.Spec.NodeName == "":
-			v.pods = append(v.pods, p)
-			batch = append(batch, p)
-		case !removedNodes.Has(p.Spec.NodeName):
-			v.pods = append(v.pods, p)
-		}
-	}
-	v.daemonSets = c.DaemonSets
-	return batch
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-func (v *View) NodePools(context.Context) ([]*karpv1.NodePool, error) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.nodePools, nil
-}
-
-func (v *View) NodeClaims(context.Context) ([]*karpv1.NodeClaim, error) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.nodeClaims, nil
-}
-
-func (v *View) Nodes(context.Context) ([]*corev1.Node, error) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.nodes, nil
-}
-
-func (v *View) Pods(context.Context) ([]*corev1.Pod, error) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.pods, nil
-}
-
-func (v *View) DaemonSets(context.Context) ([]*appsv1.DaemonSet, error) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.daemonSets, nil
 }

@@ -46,7 +46,7 @@ func TestSolverSimulator(t *testing.T) {
 	huge := testPod("huge", "node-a")
 	huge.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("1000")
 	cluster, _ := loadCluster(t, objects(testNodePool("default"), pair(testNode("a", "default", drifted)), testPod("web", "node-a"))...)
-	cands, _ := cluster.Candidates(karpv1.DisruptionReasonDrifted)
+	cands, _ := cluster.Candidates(karpv1.DisruptionReasonDrifted, ClassEventual)
 	if len(cands) != 1 {
 		t.Fatalf("candidates = %d", len(cands))
 	}
@@ -56,7 +56,7 @@ func TestSolverSimulator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if why := result.Refusal(cluster, cands); why != "" || len(result.Replacements) != 1 {
+	if why := result.Refusal(cluster, cands); why != nil || len(result.Replacements) != 1 {
 		t.Fatalf("refusal %q, %d replacements; want one replacement", why, len(result.Replacements))
 	}
 	if got := result.Destinations["pod-web"]; got != "replacement-0" {
@@ -84,13 +84,13 @@ func TestSolverSimulator(t *testing.T) {
 	}
 
 	cluster, _ = loadCluster(t, objects(testNodePool("default"), pair(testNode("a", "default", drifted)), huge)...)
-	cands, _ = cluster.Candidates(karpv1.DisruptionReasonDrifted)
+	cands, _ = cluster.Candidates(karpv1.DisruptionReasonDrifted, ClassEventual)
 	result, err = sim.Simulate(context.Background(), cluster, cands)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if why := result.Refusal(cluster, cands); !strings.HasPrefix(why, "pod default/huge would not schedule: no NodePool fits") {
-		t.Errorf("refusal = %q", why)
+	if why := refusalOf(result.Refusal(cluster, cands)); why == nil || !strings.HasPrefix(why.Message, "pod default/huge would not schedule: no NodePool fits") {
+		t.Errorf("refusal = %v", why)
 	}
 }
 

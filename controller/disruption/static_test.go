@@ -31,7 +31,7 @@ func TestStaticNodePoolCandidates(t *testing.T) {
 		{karpv1.DisruptionReasonUnderutilized, "d"},
 		{karpv1.DisruptionReasonDrifted, "d,s"},
 	} {
-		cands, blocked := cluster.Candidates(tt.reason)
+		cands, blocked := cluster.Candidates(tt.reason, classOf(tt.reason))
 		if got := strings.Join(names(cands), ","); got != tt.want {
 			t.Errorf("%s candidates = %s, want %s", tt.reason, got, tt.want)
 		}
@@ -67,7 +67,7 @@ func TestDriftStaticNodePool(t *testing.T) {
 			// The simulation would refuse: the pod fits nowhere but the static NodePool.
 			sim := &fakeSimulator{unschedulable: map[string]string{"web-a": "no NodePool fits"}}
 			m := &Drift{Simulator: sim, InstanceTypes: benchTypes(its)}
-			cands, _ := cluster.Candidates(m.Reason())
+			cands, _ := cluster.Candidates(m.Reason(), m.Class())
 			var mine []*Candidate
 			for _, c := range cands {
 				if m.ShouldDisrupt(c) {
@@ -92,9 +92,9 @@ func TestDriftStaticNodePool(t *testing.T) {
 				if dest := cmd.Destinations[cands[0].Pods[0].UID]; dest != "replacement-0" {
 					t.Errorf("web-a goes to %q, want replacement-0", dest)
 				}
-				again, why, err := m.revalidate(context.Background(), cluster, cmd, cmd.Candidates)
-				if err != nil || why != "" || len(again.Replacements) != 1 {
-					t.Errorf("revalidate = %v, %q, %v; want the command again", again, why, err)
+				again, err := m.Revalidate(context.Background(), cluster, cmd, cmd.Candidates)
+				if err != nil || len(again.Replacements) != 1 {
+					t.Errorf("Revalidate = %v, %v; want the command again", again, err)
 				}
 			}
 			if got != tt.want {

@@ -46,11 +46,11 @@ func (s *SolverSimulator) predict(batch []*corev1.Pod, moving sets.Set[types.UID
 	}
 }
 
-// verifyVolatile asks the verifier about the command's pods; on a rejection the candidates
-// get an event saying why.
-func (c *Controller) verifyVolatile(ctx context.Context, cmd *Command) (string, error) {
+// verifyVolatile asks the verifier about the command's pods: a *Refusal when it rejects the
+// command, whose candidates then get an event saying why.
+func (c *Controller) verifyVolatile(ctx context.Context, cmd *Command) error {
 	if c.opts.Volatile == nil {
-		return "", nil
+		return nil
 	}
 	var pods []*corev1.Pod
 	for _, cand := range cmd.Candidates {
@@ -58,12 +58,13 @@ func (c *Controller) verifyVolatile(ctx context.Context, cmd *Command) (string, 
 	}
 	why, err := c.opts.Volatile.Verify(ctx, pods)
 	if err != nil {
-		return "", fmt.Errorf("verifying volatile requests: %w", err)
+		return fmt.Errorf("verifying volatile requests: %w", err)
 	}
-	if why != "" {
-		for _, cand := range cmd.Candidates {
-			c.pub.publish(cand.NodeClaim, cand.Node, corev1.EventTypeWarning, EventVolatileRequestsChanged, "Validate", why)
-		}
+	if why == "" {
+		return nil
 	}
-	return why, nil
+	for _, cand := range cmd.Candidates {
+		c.pub.publish(cand.NodeClaim, cand.Node, corev1.EventTypeWarning, EventVolatileRequestsChanged, "Validate", why)
+	}
+	return &Refusal{Message: why}
 }

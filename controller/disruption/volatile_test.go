@@ -44,7 +44,7 @@ func TestSimulationUsesPredictedRequests(t *testing.T) {
 				sim.SetRequestPredictor(tt.predictor)
 			}
 			m := &SingleNodeConsolidation{Consolidation: Consolidation{Simulator: sim, InstanceTypes: benchTypes(its)}}
-			cands, _ := cluster.Candidates(m.Reason())
+			cands, _ := cluster.Candidates(m.Reason(), m.Class())
 			allowed, _ := cluster.Allowed(m.Reason(), epoch)
 			cmd, blocked, err := m.ComputeCommand(context.Background(), cluster, allowed, cands)
 			if err != nil {

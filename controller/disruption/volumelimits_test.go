@@ -95,7 +95,7 @@ func TestDisruptionSimulationCountsAttachLimits(t *testing.T) {
 				kube = append(kube, ebsCSINode("node-b", int32(perPod)))
 			}
 			cluster, _ := loadCluster(t, objs...)
-			all, _ := cluster.Candidates(karpv1.DisruptionReasonDrifted)
+			all, _ := cluster.Candidates(karpv1.DisruptionReasonDrifted, ClassEventual)
 			var cands []*Candidate
 			for _, c := range all {
 				if c.NodeClaim.Name == "a" {
@@ -109,7 +109,7 @@ func TestDisruptionSimulationCountsAttachLimits(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if why := result.Refusal(cluster, cands); why != "" {
+			if why := result.Refusal(cluster, cands); why != nil {
 				t.Fatalf("refused: %s", why)
 			}
 			onB := 0

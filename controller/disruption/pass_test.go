@@ -1,0 +1,280 @@
+package disruption
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+)
+
+// stepOn runs one pass, stepping clk past every validation delay it waits.
+func stepOn(t *testing.T, ctrl *Controller, clk *clocktesting.FakeClock) bool {
+	t.Helper()
+	type result struct {
+		started bool
+		err     error
+	}
+	done := make(chan result, 1)
+	go func() {
+		started, err := ctrl.Step(context.Background())
+		done <- result{started, err}
+	}()
+	deadline := time.After(time.Minute)
+	for {
+		select {
+		case r := <-done:
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			return r.started
+		case <-deadline:
+			t.Fatal("pass did not end within a minute")
+		default:
+			if clk.HasWaiters() {
+				clk.Step(DefaultConsolidationValidationDelay)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
+// disrupting counts the NodeClaims chosen by a command or being deleted.
+func disrupting(t *testing.T, c client.Client) int {
+	t.Helper()
+	var list karpv1.NodeClaimList
+	if err := c.List(context.Background(), &list); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, nc := range list.Items {
+		if nc.DeletionTimestamp != nil || isMarked(&nc) {
+			n++
+		}
+	}
+	return n
+}
+
+// finishTermination removes the termination finalizer from every NodeClaim being deleted,
+// as the termination controller does once a node is drained: they go.
+func finishTermination(t *testing.T, c client.Client) {
+	t.Helper()
+	var list karpv1.NodeClaimList
+	if err := c.List(context.Background(), &list); err != nil {
+		t.Fatal(err)
+	}
+	for i := range list.Items {
+		nc := &list.Items[i]
+		if nc.DeletionTimestamp == nil {
+			continue
+		}
+		nc.Finalizers = nil
+		if err := c.Update(context.Background(), nc); client.IgnoreNotFound(err) != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// candidateCommands are the distinct commands ConsolidationCandidate events named.
+func candidateCommands(evs []string) []string {
+	var out []string
+	for _, e := range matching(evs, EventConsolidationCandidate) {
+		i := strings.Index(e, "Consolidation candidate: ")
+		if cmd := e[i:]; !slices.Contains(out, cmd) {
+			out = append(out, cmd)
+		}
+	}
+	return out
+}
+
+// TestPassChoosesIndependentCommandsTogether: twelve empty nodes. Under a 100 % budget one
+// emptiness command takes all twelve. Under a budget of 3 nodes the first pass chooses all
+// ceil(12/3) = 4 commands of 3 and waits one validation delay for them all; each runs as soon
+// as the nodes of the one before are gone, never more than 3 disrupting at once. The loop
+// used to choose one command per pass, each after its own delay.
+func TestPassChoosesIndependentCommandsTogether(t *testing.T) {
+	tests := []struct {
+		name   string
+		budget string
+		sizes  []int
+	}{
+		{name: "100 %: one command", budget: "100%", sizes: []int{12}},
+		{name: "3 nodes: four commands of three", budget: "3", sizes: []int{3, 3, 3, 3}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			objs := []client.Object{testNodePool("default", budgets(karpv1.Budget{Nodes: tt.budget}))}
+			for i := range 12 {
+				objs = append(objs, pair(testNode(fmt.Sprintf("e%02d", i), "default", func(nc *karpv1.NodeClaim, _ *corev1.Node) {
+					nc.Finalizers = []string{karpv1.TerminationFinalizer}
+				}))...)
+			}
+			c := newClient(t, objs...)
+			rec := events.NewFakeRecorder(1000)
+			clk := clocktesting.NewFakeClock(epoch)
+			ctrl := New(c, c, rec, clk, []Method{&Emptiness{}}, Options{})
+
+			if !stepOn(t, ctrl, clk) {
+				t.Fatal("the first pass started no command")
+			}
+			chosen := candidateCommands(drain(rec))
+			if len(chosen) != len(tt.sizes) {
+				t.Fatalf("the first pass chose %d commands, want %d: %q", len(chosen), len(tt.sizes), chosen)
+			}
+			var sizes []int
+			seen := map[string]bool{}
+			for pass := 0; pass < 10 && len(seen) < 12; pass++ {
+				if n, limit := disrupting(t, c), budgetLimit(tt.budget); n > limit {
+					t.Fatalf("pass %d: %d NodeClaims disrupting, budget %d", pass, n, limit)
+				}
+				var list karpv1.NodeClaimList
+				if err := c.List(context.Background(), &list); err != nil {
+					t.Fatal(err)
+				}
+				n := 0
+				for _, nc := range list.Items {
+					if nc.DeletionTimestamp != nil && !seen[nc.Name] {
+						seen[nc.Name] = true
+						n++
+					}
+				}
+				if n > 0 {
+					sizes = append(sizes, n)
+				}
+				finishTermination(t, c)
+				stepOn(t, ctrl, clk)
+			}
+			if !slices.Equal(sizes, tt.sizes) {
+				t.Errorf("commands removed %v nodes, want %v", sizes, tt.sizes)
+			}
+			if more := candidateCommands(drain(rec)); len(more) != 0 {
+				t.Errorf("later passes chose %q, want every command chosen by the first", more)
+			}
+		})
+	}
+}
+
+func budgetLimit(b string) int {
+	if b == "100%" {
+		return 12
+	}
+	var n int
+	fmt.Sscan(b, &n)
+	return n
+}
+
+// TestReservedCandidatesPodsNeedRoom: a command the pass chose reserves its candidates; a
+// later command of the pass is simulated with them gone and their pods pending, so it cannot
+// count on the room the first one's pods take.
+func TestReservedCandidatesPodsNeedRoom(t *testing.T) {
+	its := testCatalog(t, 0)
+	objs := []client.Object{testNodePool("default", onDemandOnly, allBudget)}
+	for _, n := range []string{"x", "y", "z"} {
+		objs = append(objs, pair(testNode(n, "default", typed(its, "medium", "on-demand")))...)
+	}
+	objs = append(objs, cpuPod("px", "node-x", "2500m"), cpuPod("py", "node-y", "2500m"), cpuPod("pz", "node-z", "500m"))
+	cluster, _ := loadCluster(t, objs...)
+	sim := newSolverSimulator(t, its)
+	cands, _ := cluster.Candidates(karpv1.DisruptionReasonUnderutilized, ClassGraceful)
+	byName := map[string]*Candidate{}
+	for _, cand := range cands {
+		byName[cand.Name()] = cand
+	}
+	alone, err := sim.Simulate(context.Background(), cluster, []*Candidate{byName["y"]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(alone.Replacements) != 0 || alone.Refusal(cluster, []*Candidate{byName["y"]}) != nil {
+		t.Fatalf("y alone: %d replacements, refusal %q; want py on z", len(alone.Replacements), alone.Refusal(cluster, []*Candidate{byName["y"]}))
+	}
+	cluster.reserve(&Command{Candidates: []*Candidate{byName["x"]}})
+	after, err := sim.Simulate(context.Background(), cluster, []*Candidate{byName["y"]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("y after x reserved: %d replacements, refusal %q", len(after.Replacements), after.Refusal(cluster, []*Candidate{byName["y"]}))
+	if len(after.Replacements) == 0 && after.Refusal(cluster, []*Candidate{byName["y"]}) == nil {
+		t.Errorf("y after x was reserved: deleted with py → %q, want a replacement or a refusal: x's pod takes z's room", after.Destinations["pod-py"])
+	}
+	if again, _ := cluster.Candidates(karpv1.DisruptionReasonUnderutilized, ClassGraceful); slices.ContainsFunc(again, func(c *Candidate) bool { return c.Name() == "x" }) {
+		t.Error("a reserved candidate is a candidate again")
+	}
+	if alloc, _ := cluster.Allowed(karpv1.DisruptionReasonUnderutilized, epoch); alloc["default"] != 3 {
+		t.Errorf("allowed %d with one reserved, want 3: budgets count commands when they run", alloc["default"])
+	}
+}
+
+// countingMethod counts how often the loop asks it for a command.
+type countingMethod struct {
+	contractOnly
+	asked *int
+}
+
+func (c countingMethod) ComputeCommand(ctx context.Context, cl *Cluster, allowed map[string]int, cands []*Candidate) (*Command, []Blocked, error) {
+	*c.asked++
+	return c.contractOnly.ComputeCommand(ctx, cl, allowed, cands)
+}
+
+// TestPassWaitsForNodesBeingDeleted: empty nodes whose budget is held only by a node being
+// deleted are looked at again a second later; until that node is gone a pass does not ask the
+// methods again, and once it is gone the next pass does and removes one.
+func TestPassWaitsForNodesBeingDeleted(t *testing.T) {
+	objs := []client.Object{testNodePool("default", budgets(karpv1.Budget{Nodes: "1"}))}
+	objs = append(objs, pair(testNode("going", "default", deleting))...)
+	for _, name := range []string{"e1", "e2"} {
+		objs = append(objs, pair(testNode(name, "default", func(nc *karpv1.NodeClaim, _ *corev1.Node) {
+			nc.Finalizers = []string{karpv1.TerminationFinalizer}
+		}))...)
+	}
+	c := newClient(t, objs...)
+	clk := clocktesting.NewFakeClock(epoch)
+	asked := 0
+	ctrl := New(c, c, events.NewFakeRecorder(100), clk, []Method{countingMethod{contractOnly{&Emptiness{}}, &asked}}, Options{})
+	if stepOn(t, ctrl, clk) || !ctrl.soon || asked != 1 {
+		t.Fatalf("first pass: soon %t, asked %d; want nothing started, a pass soon, asked once", ctrl.soon, asked)
+	}
+	clk.Step(time.Second)
+	if stepOn(t, ctrl, clk) || !ctrl.soon || asked != 1 {
+		t.Fatalf("node still being deleted: soon %t, asked %d; want a pass soon, the methods not asked again", ctrl.soon, asked)
+	}
+	finishTermination(t, c)
+	if !stepOn(t, ctrl, clk) || asked < 2 {
+		t.Errorf("node gone: asked %d, want the methods asked again and a command started", asked)
+	}
+	if n := disrupting(t, c); n != 1 {
+		t.Errorf("%d disrupting, want 1 (the budget)", n)
+	}
+}
+
+// TestDryRunChoosesAsThePassDoes: the dry run (`joinery simulate`) reports every command the
+// pass would choose — four of three for twelve empty nodes under a budget of 3 — and leaves
+// the cluster as it found it.
+func TestDryRunChoosesAsThePassDoes(t *testing.T) {
+	objs := []client.Object{testNodePool("default", budgets(karpv1.Budget{Nodes: "3"}))}
+	for i := range 12 {
+		objs = append(objs, pair(testNode(fmt.Sprintf("e%02d", i), "default"))...)
+	}
+	cluster, _ := loadCluster(t, objs...)
+	pass, err := DryRun(context.Background(), cluster, GracefulMethods(Consolidation{}), epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sizes []int
+	for _, cmd := range pass.Commands {
+		sizes = append(sizes, len(cmd.Candidates))
+	}
+	if !slices.Equal(sizes, []int{3, 3, 3, 3}) || pass.Command != pass.Commands[0] {
+		t.Errorf("commands of %v nodes (first %v), want four of three", sizes, pass.Command)
+	}
+	if cands, _ := cluster.Candidates(karpv1.DisruptionReasonEmpty, ClassGraceful); len(cands) != 12 {
+		t.Errorf("%d candidates after the dry run, want the 12 again", len(cands))
+	}
+}

@@ -1,0 +1,215 @@
+package disruption
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/cloudprovider"
+	"github.com/joinery-dev/joinery/scheduling"
+	"github.com/joinery-dev/joinery/simulation/solver"
+)
+
+// The cluster as the solver sees it during a simulation.
+
+// lazyState is c as the View shows it with no candidate (nodes being deleted left out),
+// computed only if the planner reads it.
+type lazyState struct {
+	c    *Cluster
+	view *View
+}
+
+func (l *lazyState) get() *View {
+	if l.view == nil {
+		l.view = &View{}
+		l.view.set(l.c, nil)
+	}
+	return l.view
+}
+
+func (l *lazyState) NodePools(ctx context.Context) ([]*karpv1.NodePool, error) {
+	return l.get().NodePools(ctx)
+}
+func (l *lazyState) NodeClaims(ctx context.Context) ([]*karpv1.NodeClaim, error) {
+	return l.get().NodeClaims(ctx)
+}
+func (l *lazyState) Nodes(ctx context.Context) ([]*corev1.Node, error) { return l.get().Nodes(ctx) }
+func (l *lazyState) Pods(ctx context.Context) ([]*corev1.Pod, error)   { return l.get().Pods(ctx) }
+func (l *lazyState) DaemonSets(ctx context.Context) ([]*appsv1.DaemonSet, error) {
+	return l.get().DaemonSets(ctx)
+}
+
+// View is the solver's ClusterState during a simulation: the cluster without the candidates
+// (their Nodes and NodeClaims), without Nodes being deleted, with the candidates' pods as
+// unbound copies. Outside a simulation it is empty.
+type View struct {
+	mu         sync.Mutex
+	nodePools  []*karpv1.NodePool
+	nodeClaims []*karpv1.NodeClaim
+	nodes      []*corev1.Node
+	pods       []*corev1.Pod
+	daemonSets []*appsv1.DaemonSet
+	// unavailable are the offerings known not to launch, as of the last simulation.
+	unavailable map[cloudprovider.OfferingKey]time.Time
+}
+
+var _ solver.ClusterState = (*View)(nil)
+
+var _ solver.UnavailableFunc = (&View{}).Unavailable
+
+// Unavailable reports an offering known not to launch; pass it as solver.Options.Unavailable.
+func (v *View) Unavailable(capacityType, instanceType, zone string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	_, ok := v.unavailable[cloudprovider.OfferingKey{CapacityType: capacityType, InstanceType: instanceType, Zone: zone}]
+	return ok
+}
+
+func (v *View) unavailableNow() map[cloudprovider.OfferingKey]time.Time {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.unavailable
+}
+
+func sameKeys[K comparable, V any](a, b map[K]V) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if _, ok := b[k]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func (v *View) setUnavailable(m map[cloudprovider.OfferingKey]time.Time) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.unavailable = m
+}
+
+// set points the view at c without cands and returns the batch to plan: the candidates' pods
+// (unbound copies) and the cluster's pending pods.
+func (v *View) set(c *Cluster, cands []*Candidate) []*corev1.Pod {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.nodePools, v.nodeClaims, v.nodes, v.pods, v.daemonSets = nil, nil, nil, nil, nil
+	if c == nil {
+		return nil
+	}
+	removedClaims, removedNodes := sets.New[string](), sets.New[string]()
+	for _, cand := range cands {
+		removedClaims.Insert(cand.NodeClaim.Name)
+		removedNodes.Insert(cand.Node.Name)
+	}
+	// Candidates reserved by the pass's earlier commands are gone too, their pods pending: they
+	// must keep a place on the nodes (Simulation.Displaced), and cands' pods take what is left.
+	var reservedPods []*corev1.Pod
+	if len(cands) > 0 {
+		for _, cand := range c.reservedCandidates() {
+			removedClaims.Insert(cand.NodeClaim.Name)
+			removedNodes.Insert(cand.Node.Name)
+			for _, p := range cand.Pods {
+				reservedPods = append(reservedPods, unbound(p))
+			}
+		}
+	}
+	for _, nc := range c.NodeClaims {
+		if removedClaims.Has(nc.Name) {
+			continue
+		}
+		if nc.DeletionTimestamp != nil {
+			if n := c.NodeOf[nc.Name]; n != nil {
+				removedNodes.Insert(n.Name)
+			}
+			continue
+		}
+		v.nodeClaims = append(v.nodeClaims, nc)
+	}
+	for _, n := range c.Nodes {
+		if n.DeletionTimestamp != nil {
+			removedNodes.Insert(n.Name)
+		}
+	}
+	for _, name := range sortedKeys(c.NodePools) {
+		v.nodePools = append(v.nodePools, c.NodePools[name])
+	}
+	for _, name := range sortedKeys(c.Nodes) {
+		if !removedNodes.Has(name) {
+			v.nodes = append(v.nodes, c.Nodes[name])
+		}
+	}
+	batch := reservedPods // committed first: they need their room before cands' pods
+	for _, cand := range cands {
+		for _, p := range cand.Pods {
+			batch = append(batch, unbound(p))
+		}
+	}
+	v.pods = append(v.pods, batch...)
+	for _, p := range c.Pods {
+		switch {
+		case scheduling.PodFinished(p) || p.DeletionTimestamp != nil:
+		case p.Spec.NodeName == "":
+			v.pods = append(v.pods, p)
+			batch = append(batch, p)
+		case !removedNodes.Has(p.Spec.NodeName):
+			v.pods = append(v.pods, p)
+		}
+	}
+	v.daemonSets = c.DaemonSets
+	return batch
+}
+
+// unbound is a copy of p as a pending pod, to be placed again.
+func unbound(p *corev1.Pod) *corev1.Pod {
+	moved := p.DeepCopy()
+	moved.Spec.NodeName = ""
+	moved.Status = corev1.PodStatus{Phase: corev1.PodPending}
+	return moved
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func (v *View) NodePools(context.Context) ([]*karpv1.NodePool, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.nodePools, nil
+}
+
+func (v *View) NodeClaims(context.Context) ([]*karpv1.NodeClaim, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.nodeClaims, nil
+}
+
+func (v *View) Nodes(context.Context) ([]*corev1.Node, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.nodes, nil
+}
+
+func (v *View) Pods(context.Context) ([]*corev1.Pod, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.pods, nil
+}
+
+func (v *View) DaemonSets(context.Context) ([]*appsv1.DaemonSet, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.daemonSets, nil
+}
