@@ -18,6 +18,7 @@ import (
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/controller/disruption"
+	"github.com/joinery-dev/joinery/internal/featuregates"
 	"github.com/joinery-dev/joinery/plugin"
 	"github.com/joinery-dev/joinery/plugin/planner"
 	"github.com/joinery-dev/joinery/scheduling"
@@ -35,8 +36,11 @@ type Options struct {
 	SchedulerConfigPath string
 	// SchedulerName is the profile; DefaultSchedulerName when empty.
 	SchedulerName string
-	// SpotToSpot is the SpotToSpotConsolidation feature gate.
-	SpotToSpot bool
+	// Gates are Karpenter's feature gates as joinery-controller and joinery-scheduler read
+	// them (featuregates.NewValue). SpotToSpotConsolidation is consolidation's, NodeOverlay
+	// applies the snapshot's NodeOverlays to its catalog, ReservedCapacity off leaves its
+	// reserved offerings out, CapacityBuffer plans and keeps room for its CapacityBuffers.
+	Gates featuregates.Gates
 	// OutOfTree are the scheduler plugins registered with the binary besides the in-tree
 	// ones (app.WithPlugin), as joinery-scheduler and joinery-controller register them.
 	OutOfTree frameworkruntime.Registry
@@ -272,6 +276,6 @@ func (c *Cluster) disruptionSetup(ctx context.Context, opts Options) (*disruptio
 		return nil, err
 	}
 	now := c.Now
-	consol := disruption.Consolidation{Simulator: sim, InstanceTypes: c.Catalog, SpotToSpot: opts.SpotToSpot, Now: func() time.Time { return now }}
+	consol := disruption.Consolidation{Simulator: sim, InstanceTypes: c.Catalog, SpotToSpot: opts.Gates.Enabled(featuregates.SpotToSpotConsolidation), Now: func() time.Time { return now }}
 	return &disruptionSetup{cluster: cluster, methods: disruption.GracefulMethods(consol), consol: consol}, nil
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 
@@ -19,8 +20,11 @@ import (
 type engineFlags struct {
 	schedulerConfig string
 	schedulerName   string
-	featureGates    string
-	outOfTree       frameworkruntime.Registry
+	// gates are Karpenter's feature gates, read as joinery-controller reads them
+	// (featuregates.NewValue: FEATURE_GATES, replaced whole by --feature-gates when given).
+	gates     *featuregates.Value
+	gatesErr  error
+	outOfTree frameworkruntime.Registry
 }
 
 func (f *engineFlags) bind(cmd *cobra.Command, outOfTree frameworkruntime.Registry) {
@@ -28,18 +32,21 @@ func (f *engineFlags) bind(cmd *cobra.Command, outOfTree frameworkruntime.Regist
 	fs := cmd.Flags()
 	fs.StringVar(&f.schedulerConfig, "scheduler-config", "", "joinery-scheduler's KubeSchedulerConfiguration (its --config); default: kube-scheduler's default profile")
 	fs.StringVar(&f.schedulerName, "scheduler-name", whatif.DefaultSchedulerName, "the scheduler profile (pods' schedulerName) joinery provisions for")
-	fs.StringVar(&f.featureGates, "feature-gates", "", "joinery-controller's Karpenter feature gates, e.g. SpotToSpotConsolidation=true")
+	f.gates, f.gatesErr = featuregates.NewValue(os.Getenv(featuregates.EnvVar))
+	if f.gatesErr != nil {
+		f.gates = &featuregates.Value{Gates: new(featuregates.Gates)} // reported by options
+	}
+	fs.Var(f.gates, featuregates.FlagName, "joinery-controller's Karpenter feature gates, "+featuregates.Usage())
 }
 
 func (f *engineFlags) options() (whatif.Options, error) {
-	gates, err := featuregates.Parse("--feature-gates", f.featureGates)
-	if err != nil {
-		return whatif.Options{}, err
+	if f.gatesErr != nil {
+		return whatif.Options{}, f.gatesErr
 	}
 	return whatif.Options{
 		SchedulerConfigPath: f.schedulerConfig,
 		SchedulerName:       f.schedulerName,
-		SpotToSpot:          gates.Enabled(featuregates.SpotToSpotConsolidation),
+		Gates:               f.gates.Get(),
 		OutOfTree:           f.outOfTree,
 	}, nil
 }
