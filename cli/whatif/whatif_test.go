@@ -10,6 +10,7 @@ import (
 	"github.com/joinery-dev/joinery/cli/fixtures"
 	"github.com/joinery-dev/joinery/cli/snapshot"
 	"github.com/joinery-dev/joinery/cli/whatif"
+	"github.com/joinery-dev/joinery/internal/featuregates"
 )
 
 func read(t *testing.T) *snapshot.Snapshot {
@@ -135,7 +136,7 @@ func TestSimulateLimits(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		c, err := whatif.Load(s)
+		c, err := whatif.Load(s, featuregates.Default())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -192,7 +193,7 @@ func TestExplainNodeAgreesWithThePass(t *testing.T) {
 			for i := range s.NodePools {
 				s.NodePools[i].Spec.Disruption.ConsolidationPolicy = policy
 			}
-			c, err := whatif.Load(s)
+			c, err := whatif.Load(s, featuregates.Default())
 			if err != nil {
 				t.Fatal(err)
 			}

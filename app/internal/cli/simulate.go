@@ -46,9 +46,20 @@ func (f *engineFlags) options() (whatif.Options, error) {
 	return whatif.Options{
 		SchedulerConfigPath: f.schedulerConfig,
 		SchedulerName:       f.schedulerName,
-		Gates:               f.gates.Get(),
 		OutOfTree:           f.outOfTree,
 	}, nil
+}
+
+// load serves s with the gates, telling stderr what of s the simulation cannot use.
+func (f *engineFlags) load(cmd *cobra.Command, s *snapshot.Snapshot) (*whatif.Cluster, error) {
+	c, err := whatif.Load(s, f.gates.Get())
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range c.Warnings {
+		fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
+	}
+	return c, nil
 }
 
 func newSimulateCommand(outOfTree frameworkruntime.Registry) *cobra.Command {
@@ -90,7 +101,7 @@ No cluster is needed. Exit code 0: no change, 1: the cluster would change, 2: er
 			if err := whatif.Apply(s, objs); err != nil {
 				return err
 			}
-			c, err := whatif.Load(s)
+			c, err := engine.load(cmd, s)
 			if err != nil {
 				return err
 			}
