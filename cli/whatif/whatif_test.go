@@ -30,6 +30,8 @@ func TestApply(t *testing.T) {
 		yaml    string
 		check   func(t *testing.T, s *snapshot.Snapshot)
 		wantErr string
+		// legacy reads the snapshot as one written before snapshot.Format 2.
+		legacy bool
 	}{
 		{
 			name: "deployment scaled up adds pending pods of one owner",
@@ -85,12 +87,21 @@ func TestApply(t *testing.T) {
 		{name: "an overlay the CRD's CEL rules refuse is refused, the rule's message given",
 			yaml:    `{apiVersion: karpenter.sh/v1alpha1, kind: NodeOverlay, metadata: {name: cheap}, spec: {requirements: [], price: "0.1", priceAdjustment: "-10%"}}`,
 			wantErr: "price and priceAdjustment are mutually exclusive"},
-		{name: "a valid NodeOverlay change is refused, not ignored",
+		{name: "a NodeOverlay change is kept, its status left to the simulation",
+			yaml: `{apiVersion: karpenter.sh/v1alpha1, kind: NodeOverlay, metadata: {name: cheap}, spec: {requirements: [], priceAdjustment: "-10%"}}`,
+			check: func(t *testing.T, s *snapshot.Snapshot) {
+				if len(s.NodeOverlays) != 1 || s.NodeOverlays[0].Name != "cheap" {
+					t.Errorf("overlays %v, want cheap", s.NodeOverlays)
+				}
+			}},
+		{name: "a NodeOverlay change on a snapshot of an older joinery is refused, saying why",
+			legacy:  true,
 			yaml:    `{apiVersion: karpenter.sh/v1alpha1, kind: NodeOverlay, metadata: {name: cheap}, spec: {requirements: [], priceAdjustment: "-10%"}}`,
-			wantErr: "NodeOverlay changes cannot be simulated"},
-		{name: "a valid CapacityBuffer change is refused, not ignored",
+			wantErr: "NodeOverlay changes cannot be simulated: this snapshot was written by an older joinery"},
+		{name: "a CapacityBuffer change on a snapshot of an older joinery is refused, saying why",
+			legacy:  true,
 			yaml:    `{apiVersion: autoscaling.x-k8s.io/v1alpha1, kind: CapacityBuffer, metadata: {name: spare}, spec: {podTemplateRef: {name: spare}, replicas: 2}}`,
-			wantErr: "CapacityBuffer changes cannot be simulated"},
+			wantErr: "CapacityBuffer changes cannot be simulated: this snapshot was written by an older joinery"},
 		{name: "negative replicas are an error, not a panic",
 			yaml:    `{apiVersion: apps/v1, kind: ReplicaSet, metadata: {name: inflate-5d8f}, spec: {replicas: -1, selector: {matchLabels: {app: inflate}}, template: {metadata: {labels: {app: inflate}}}}}`,
 			wantErr: "spec.replicas: Invalid value: -1"},
@@ -103,6 +114,9 @@ func TestApply(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := read(t)
+			if tt.legacy {
+				s.Format = 0
+			}
 			objs, err := whatif.DecodeChanges(strings.NewReader(tt.yaml))
 			if err == nil {
 				err = whatif.Apply(s, objs)
