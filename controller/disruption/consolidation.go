@@ -268,7 +268,7 @@ func (c *Consolidation) judge(ctx context.Context, cluster *Cluster, prices *pri
 	if why := sim.Refusal(cluster, cands); why != "" {
 		return nil, why, sim, nil
 	}
-	cmd := &Command{Reason: c.Reason(), Candidates: cands, Destinations: sim.Destinations}
+	cmd := &Command{Reason: c.Reason(), Candidates: cands, Destinations: sim.Destinations, prices: prices.pricer}
 	replacementPrice := 0.0
 	switch len(sim.Replacements) {
 	case 0:
