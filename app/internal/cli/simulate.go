@@ -73,7 +73,8 @@ func newSimulateCommand(outOfTree frameworkruntime.Registry) *cobra.Command {
 		Use:   "simulate --snapshot FILE [-f CHANGES...]",
 		Short: "Apply changes to a snapshot offline and show what joinery would do",
 		Long: `simulate applies the objects of the -f files to the snapshot (a NodePool added or changed, a
-Deployment scaled, a budget), then plans the pending pods with joinery-scheduler's planner and
+Deployment scaled, a budget, a NodeOverlay, a CapacityBuffer), then plans the pending pods with
+joinery-scheduler's planner (with the buffers' virtual pods under the CapacityBuffer gate) and
 runs one pass of joinery-controller's disruption methods, and prints the NodeClaims that would
 be created, the pods that stay pending and why, the nodes that would be consolidated, replaced
 or drifted with the pods they move, and the cost per hour per NodePool before and after.
