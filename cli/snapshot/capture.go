@@ -157,41 +157,41 @@ func (s *Snapshot) captureBufferSources(ctx context.Context, r client.Reader) er
 			templates = append(templates, b.Status.PodTemplateRef.Name)
 		}
 		for _, name := range templates {
-			pt := &corev1.PodTemplate{}
-			if ok, err := get(pt, b.Namespace, name); err != nil {
+			if err := record(get, &s.PodTemplates, b.Namespace, name); err != nil {
 				return err
-			} else if ok {
-				s.PodTemplates = append(s.PodTemplates, *pt)
 			}
 		}
 		ref := b.Spec.ScalableRef
 		if ref == nil || ref.APIGroup != appsv1.GroupName {
 			continue
 		}
+		var err error
 		switch ref.Kind {
 		case "Deployment":
-			d := &appsv1.Deployment{}
-			if ok, err := get(d, b.Namespace, ref.Name); err != nil {
-				return err
-			} else if ok {
-				s.Deployments = append(s.Deployments, *d)
-			}
+			err = record(get, &s.Deployments, b.Namespace, ref.Name)
 		case "StatefulSet":
-			st := &appsv1.StatefulSet{}
-			if ok, err := get(st, b.Namespace, ref.Name); err != nil {
-				return err
-			} else if ok {
-				s.StatefulSets = append(s.StatefulSets, *st)
-			}
+			err = record(get, &s.StatefulSets, b.Namespace, ref.Name)
 		case "ReplicaSet":
-			rs := &appsv1.ReplicaSet{}
-			if ok, err := get(rs, b.Namespace, ref.Name); err != nil {
-				return err
-			} else if ok {
-				s.ReplicaSets = append(s.ReplicaSets, *rs)
-			}
+			err = record(get, &s.ReplicaSets, b.Namespace, ref.Name)
+		}
+		if err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// record appends namespace/name to into when get finds it.
+func record[T any, PT interface {
+	*T
+	client.Object
+}](get func(client.Object, string, string) (bool, error), into *[]T, namespace, name string) error {
+	obj := PT(new(T))
+	ok, err := get(obj, namespace, name)
+	if err != nil || !ok {
+		return err
+	}
+	*into = append(*into, *obj)
 	return nil
 }
 

@@ -140,20 +140,7 @@ func TestApply(t *testing.T) {
 func TestSimulateLimits(t *testing.T) {
 	ctx := context.Background()
 	run := func(yaml string) *whatif.Result {
-		s := read(t)
-		if yaml != "" {
-			objs, err := whatif.DecodeChanges(strings.NewReader(yaml))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := whatif.Apply(s, objs); err != nil {
-				t.Fatal(err)
-			}
-		}
-		c, err := whatif.Load(s, featuregates.Default())
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, c := load(t, yaml, "")
 		res, err := c.Simulate(ctx, whatif.Options{})
 		if err != nil {
 			t.Fatal(err)
