@@ -150,6 +150,9 @@ func (c *Cluster) plan(ctx context.Context, opts Options, only func(*corev1.Pod)
 	if err != nil {
 		return nil, nil, err
 	}
+	if withBuffers.InFlight == nil {
+		withBuffers.InFlight = map[types.UID]string{}
+	}
 	for uid, target := range placed {
 		withBuffers.InFlight[uid] = target
 	}
