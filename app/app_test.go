@@ -18,6 +18,7 @@ import (
 	"github.com/joinery-dev/joinery/cli/fixtures"
 	"github.com/joinery-dev/joinery/cli/snapshot"
 	"github.com/joinery-dev/joinery/cli/whatif"
+	"github.com/joinery-dev/joinery/internal/featuregates"
 	"github.com/joinery-dev/joinery/simulation"
 )
 
@@ -77,7 +78,7 @@ func simulate(t *testing.T, opts whatif.Options) (*whatif.Result, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := whatif.Load(s)
+	c, err := whatif.Load(s, featuregates.Default())
 	if err != nil {
 		t.Fatal(err)
 	}

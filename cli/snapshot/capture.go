@@ -27,7 +27,9 @@ import (
 
 // CaptureOptions say what to record besides the cluster's objects.
 type CaptureOptions struct {
-	// InstanceTypes is the cloud provider's catalog, asked once per NodePool; required.
+	// InstanceTypes is the cloud provider's catalog, asked once per NodePool; required. It is
+	// recorded as the provider lists it: without NodeOverlays and with reserved offerings, which
+	// the reader applies according to its own gates (Format 2).
 	InstanceTypes cloudprovider.InstanceTypeLister
 	// CloudProvider names it in the file.
 	CloudProvider string
@@ -107,6 +109,9 @@ func Capture(ctx context.Context, r client.Reader, opts CaptureOptions) (*Snapsh
 		})
 	}
 
+	if err := s.captureBufferSources(ctx, r); err != nil {
+		return nil, err
+	}
 	if err := s.captureNodeClasses(ctx, r, opts.Scheme); err != nil {
 		return nil, err
 	}
@@ -119,6 +124,75 @@ func Capture(ctx context.Context, r client.Reader, opts CaptureOptions) (*Snapsh
 	s.Sanitize()
 	s.Sort()
 	return s, nil
+}
+
+// captureBufferSources records what the CapacityBuffers' pod templates come from: the
+// PodTemplates they name (spec and status: a scalableRef buffer's status names the PodTemplate
+// joinery-controller keeps for it) and the workloads of their scalableRefs. A reference to
+// something that does not exist is left out, as the buffer controller finds it.
+func (s *Snapshot) captureBufferSources(ctx context.Context, r client.Reader) error {
+	seen := map[string]bool{}
+	get := func(obj client.Object, namespace, name string) (bool, error) {
+		k := fmt.Sprintf("%T/%s/%s", obj, namespace, name)
+		if seen[k] {
+			return false, nil
+		}
+		seen[k] = true
+		err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj)
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("reading %T %s/%s for a capacity buffer: %w", obj, namespace, name, err)
+		}
+		return true, nil
+	}
+	for i := range s.CapacityBuffers {
+		b := &s.CapacityBuffers[i]
+		var templates []string
+		if b.Spec.PodTemplateRef != nil {
+			templates = append(templates, b.Spec.PodTemplateRef.Name)
+		}
+		if b.Status.PodTemplateRef != nil {
+			templates = append(templates, b.Status.PodTemplateRef.Name)
+		}
+		for _, name := range templates {
+			if err := record(get, &s.PodTemplates, b.Namespace, name); err != nil {
+				return err
+			}
+		}
+		ref := b.Spec.ScalableRef
+		if ref == nil || ref.APIGroup != appsv1.GroupName {
+			continue
+		}
+		var err error
+		switch ref.Kind {
+		case "Deployment":
+			err = record(get, &s.Deployments, b.Namespace, ref.Name)
+		case "StatefulSet":
+			err = record(get, &s.StatefulSets, b.Namespace, ref.Name)
+		case "ReplicaSet":
+			err = record(get, &s.ReplicaSets, b.Namespace, ref.Name)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// record appends namespace/name to into when get finds it.
+func record[T any, PT interface {
+	*T
+	client.Object
+}](get func(client.Object, string, string) (bool, error), into *[]T, namespace, name string) error {
+	obj := PT(new(T))
+	ok, err := get(obj, namespace, name)
+	if err != nil || !ok {
+		return err
+	}
+	*into = append(*into, *obj)
+	return nil
 }
 
 // captureNodeClasses records every node class a NodePool references, as the cluster has it.
@@ -216,6 +290,10 @@ func (s *Snapshot) Sort() {
 	sortObjects(s.StorageClasses)
 	sortObjects(s.CSINodes)
 	sortObjects(s.DaemonSets)
+	sortObjects(s.PodTemplates)
+	sortObjects(s.Deployments)
+	sortObjects(s.StatefulSets)
+	sortObjects(s.ReplicaSets)
 	sortObjects(s.Namespaces)
 	slices.SortFunc(s.NodeClasses, func(a, b unstructured.Unstructured) int {
 		return strings.Compare(a.GetKind()+"/"+a.GetName(), b.GetKind()+"/"+b.GetName())

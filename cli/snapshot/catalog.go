@@ -134,19 +134,52 @@ func sameRef(a, b *karpv1.NodeClassReference) bool {
 // InstanceTypes is the snapshot's catalog as a cloud provider's instance-type source
 // (cloudprovider.InstanceTypeLister): each NodePool gets the types recorded for it, a NodePool the
 // snapshot did not see (or whose node class a change replaced) those recorded for its node
-// class.
+// class. Like a provider's listing, it leaves reserved offerings out when told to and applies
+// the overlay last (CatalogOptions).
 type InstanceTypes struct {
 	catalogs []Catalog
 	built    [][]*cloudprovider.InstanceType
+	overlay  cloudprovider.Overlay
 }
 
-// Catalog returns the snapshot's instance-type source.
-func (s *Snapshot) Catalog() *InstanceTypes {
+// CatalogOptions are the gates a reader applies to a Format 2 catalog, as a provider applies
+// them to its own listing; a legacy snapshot's catalog has them applied already.
+type CatalogOptions struct {
+	// Overlay is the NodeOverlay set (cloudprovider.NodeOverlays over the snapshot's
+	// NodeOverlays with the NodeOverlay gate on); nil for none.
+	Overlay cloudprovider.Overlay
+	// NoReserved leaves reserved offerings out (the ReservedCapacity gate off).
+	NoReserved bool
+}
+
+// Catalog returns the snapshot's instance-type source, the recorded catalog as is.
+func (s *Snapshot) Catalog() *InstanceTypes { return s.CatalogWith(CatalogOptions{}) }
+
+// CatalogWith returns the snapshot's instance-type source with opts applied; a legacy
+// snapshot's catalog is returned as recorded (its overlays and gates are applied already).
+func (s *Snapshot) CatalogWith(opts CatalogOptions) *InstanceTypes {
 	src := &InstanceTypes{catalogs: s.Catalogs}
+	if !s.Legacy() {
+		src.overlay = opts.Overlay
+	}
 	for _, c := range s.Catalogs {
-		src.built = append(src.built, Build(c.InstanceTypes))
+		its := Build(c.InstanceTypes)
+		if opts.NoReserved && !s.Legacy() {
+			its = withoutReserved(its)
+		}
+		src.built = append(src.built, its)
 	}
 	return src
+}
+
+// withoutReserved drops reserved offerings, as a provider does with ReservedCapacity off.
+func withoutReserved(its []*cloudprovider.InstanceType) []*cloudprovider.InstanceType {
+	for _, it := range its {
+		it.Offerings = slices.DeleteFunc(it.Offerings, func(o *cloudprovider.Offering) bool {
+			return o.CapacityType() == karpv1.CapacityTypeReserved
+		})
+	}
+	return its
 }
 
 // GetInstanceTypes implements cloudprovider.InstanceTypeLister. A nil nodePool gets every recorded
@@ -163,21 +196,29 @@ func (s *InstanceTypes) GetInstanceTypes(_ context.Context, nodePool *karpv1.Nod
 				}
 			}
 		}
-		return all, nil
+		return s.apply("", all), nil
 	}
 	ref := nodePool.Spec.Template.Spec.NodeClassRef
 	// The NodePool's own catalog, unless a change moved it to another node class.
 	for i, c := range s.catalogs {
 		if slices.Contains(c.NodePools, nodePool.Name) && sameRef(c.NodeClassRef, ref) {
-			return slices.Clone(s.built[i]), nil
+			return s.apply(nodePool.Name, s.built[i]), nil
 		}
 	}
 	for i, c := range s.catalogs {
 		if sameRef(c.NodeClassRef, ref) {
-			return slices.Clone(s.built[i]), nil
+			return s.apply(nodePool.Name, s.built[i]), nil
 		}
 	}
 	return nil, fmt.Errorf("nodepool %s: the snapshot has no instance types for its node class %s", nodePool.Name, refString(ref))
+}
+
+// apply is the overlay's view of its for nodePool, as a provider's listing returns it.
+func (s *InstanceTypes) apply(nodePool string, its []*cloudprovider.InstanceType) []*cloudprovider.InstanceType {
+	if s.overlay == nil {
+		return slices.Clone(its)
+	}
+	return s.overlay.Apply(nodePool, its)
 }
 
 func refString(ref *karpv1.NodeClassReference) string {

@@ -23,7 +23,23 @@ func (s *Snapshot) Sanitize() {
 		cleanMeta(&s.DaemonSets[i].Spec.Template.ObjectMeta)
 		cleanPodSpec(&s.DaemonSets[i].Spec.Template.Spec)
 	}
+	for _, t := range s.templates() {
+		cleanMeta(t)
+		cleanPodSpec(&t.Spec)
+	}
 	metas := []metav1.Object{}
+	for i := range s.PodTemplates {
+		metas = append(metas, &s.PodTemplates[i])
+	}
+	for i := range s.Deployments {
+		metas = append(metas, &s.Deployments[i])
+	}
+	for i := range s.StatefulSets {
+		metas = append(metas, &s.StatefulSets[i])
+	}
+	for i := range s.ReplicaSets {
+		metas = append(metas, &s.ReplicaSets[i])
+	}
 	for i := range s.NodePools {
 		metas = append(metas, &s.NodePools[i])
 	}
@@ -62,7 +78,25 @@ func (s *Snapshot) Sanitize() {
 	}
 }
 
-func cleanMeta(m *metav1.ObjectMeta) { dropMeta(m) }
+// templates are the pod templates of the recorded PodTemplates and workloads.
+func (s *Snapshot) templates() []*corev1.PodTemplateSpec {
+	var out []*corev1.PodTemplateSpec
+	for i := range s.PodTemplates {
+		out = append(out, &s.PodTemplates[i].Template)
+	}
+	for i := range s.Deployments {
+		out = append(out, &s.Deployments[i].Spec.Template)
+	}
+	for i := range s.StatefulSets {
+		out = append(out, &s.StatefulSets[i].Spec.Template)
+	}
+	for i := range s.ReplicaSets {
+		out = append(out, &s.ReplicaSets[i].Spec.Template)
+	}
+	return out
+}
+
+func cleanMeta(m metav1.Object) { dropMeta(m) }
 
 func dropMeta(m metav1.Object) {
 	m.SetManagedFields(nil)

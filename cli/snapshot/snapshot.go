@@ -34,6 +34,14 @@ const (
 	Kind       = "ClusterSnapshot"
 )
 
+// Format is the snapshot layout this joinery writes. Format 2 records the provider's catalog
+// as it lists it (reserved offerings included, no NodeOverlay applied), so that the reader
+// applies the NodeOverlays and the ReservedCapacity gate it simulates with, and the
+// PodTemplates and workloads CapacityBuffers reference. A file without a format (1, written
+// before) holds the catalog with the capturing machine's overlays and gates already applied
+// and no PodTemplates; it is still read (see Snapshot.Legacy).
+const Format = 2
+
 // fileInArchive is the snapshot's name inside a .tar.gz.
 const fileInArchive = "cluster.json"
 
@@ -45,6 +53,8 @@ type Snapshot struct {
 	// TakenAt is when the capture started; offline commands evaluate budgets and expiry at
 	// this time, so a simulation of a file always gives the same answer.
 	TakenAt metav1.Time `json:"takenAt"`
+	// Format is the layout (the constant Format when written by this joinery; 0 before).
+	Format int `json:"format,omitempty"`
 	// CloudProvider names the provider whose catalog was recorded.
 	CloudProvider string `json:"cloudProvider,omitempty"`
 
@@ -62,6 +72,13 @@ type Snapshot struct {
 	StorageClasses         []storagev1.StorageClass       `json:"storageClasses,omitempty"`
 	CSINodes               []storagev1.CSINode            `json:"csiNodes,omitempty"`
 	DaemonSets             []appsv1.DaemonSet             `json:"daemonSets,omitempty"`
+	// PodTemplates, Deployments, StatefulSets and ReplicaSets are those CapacityBuffers
+	// reference (spec.podTemplateRef, status.podTemplateRef, spec.scalableRef), so a buffer
+	// resolves offline as joinery-controller resolves it; no other workload is recorded.
+	PodTemplates []corev1.PodTemplate `json:"podTemplates,omitempty"`
+	Deployments  []appsv1.Deployment  `json:"deployments,omitempty"`
+	StatefulSets []appsv1.StatefulSet `json:"statefulSets,omitempty"`
+	ReplicaSets  []appsv1.ReplicaSet  `json:"replicaSets,omitempty"`
 	// Namespaces carry their names and labels only (pod affinity's namespaceSelector).
 	Namespaces []corev1.Namespace `json:"namespaces,omitempty"`
 
@@ -84,8 +101,18 @@ type UnavailableOffering struct {
 
 // New returns an empty snapshot taken at t.
 func New(t time.Time) *Snapshot {
-	return &Snapshot{APIVersion: APIVersion, Kind: Kind, TakenAt: metav1.NewTime(t.UTC().Truncate(time.Second))}
+	return &Snapshot{APIVersion: APIVersion, Kind: Kind, Format: Format, TakenAt: metav1.NewTime(t.UTC().Truncate(time.Second))}
 }
+
+// ErrLegacy says what a snapshot written before Format 2 cannot do.
+var ErrLegacy = errors.New("this snapshot was written by an older joinery: its catalog has the cluster's NodeOverlays " +
+	"and the ReservedCapacity gate already applied, and it holds no PodTemplates or workloads for CapacityBuffers; " +
+	"take a new one with joinery snapshot")
+
+// Legacy reports whether s was written before Format 2: its catalog is used as recorded
+// (overlays and gates are not applied again), and NodeOverlay and CapacityBuffer changes
+// cannot be simulated on it.
+func (s *Snapshot) Legacy() bool { return s.Format < 2 }
 
 // Encode writes s as indented JSON.
 func (s *Snapshot) Encode(w io.Writer) error {
@@ -106,6 +133,9 @@ func Decode(r io.Reader) (*Snapshot, error) {
 	}
 	if s.APIVersion != APIVersion || s.Kind != Kind {
 		return nil, fmt.Errorf("not a joinery snapshot: apiVersion %q kind %q, want %s %s", s.APIVersion, s.Kind, APIVersion, Kind)
+	}
+	if s.Format > Format {
+		return nil, fmt.Errorf("snapshot format %d is newer than this joinery reads (%d): use a newer joinery", s.Format, Format)
 	}
 	return &s, nil
 }
@@ -190,4 +220,17 @@ func ReadFile(path string) (*Snapshot, error) {
 			return s, nil
 		}
 	}
+}
+
+// Clone returns a deep copy of s.
+func (s *Snapshot) Clone() (*Snapshot, error) {
+	data, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("copying snapshot: %w", err)
+	}
+	var out Snapshot
+	if err := json.Unmarshal(data, &out); err != nil {
+		return nil, fmt.Errorf("copying snapshot: %w", err)
+	}
+	return &out, nil
 }

@@ -75,22 +75,16 @@ func DecodeChanges(r io.Reader) ([]*unstructured.Unstructured, error) {
 
 // supportedKinds are the kinds a change may hold; workloads become their pods.
 var supportedKinds = []string{
-	"NodePool", "NodeClaim", "<node class>", "Node", "Pod", "PodDisruptionBudget",
-	"DaemonSet", "Namespace", "PersistentVolume", "PersistentVolumeClaim", "StorageClass", "CSINode",
-	"Deployment", "ReplicaSet", "StatefulSet", "Job",
+	"NodePool", "NodeClaim", "<node class>", "NodeOverlay", "CapacityBuffer", "PodTemplate", "Node", "Pod",
+	"PodDisruptionBudget", "DaemonSet", "Namespace", "PersistentVolume", "PersistentVolumeClaim", "StorageClass",
+	"CSINode", "Deployment", "ReplicaSet", "StatefulSet", "Job",
 }
 
-// Changes a simulation cannot apply, refused with why.
-var (
-	errOverlayChange = errors.New("NodeOverlay changes cannot be simulated: the snapshot records each NodePool's instance types " +
-		"with the cluster's NodeOverlays already applied, so a changed overlay cannot be applied to them in its place")
-	errBufferChange = errors.New("CapacityBuffer changes cannot be simulated: the snapshot holds neither the PodTemplates nor the " +
-		"workloads a buffer's pods come from")
-)
-
 // Apply adds each object to s, replacing the object of the same kind, namespace and name.
-// Deployments, ReplicaSets, StatefulSets and Jobs are not recorded: their replicas are, as
-// pending pods from their template (a scale-down removes pending pods first).
+// Deployments, ReplicaSets, StatefulSets and Jobs become their replicas, as pending pods from
+// their template (a scale-down removes pending pods first); the first three are also kept
+// for the CapacityBuffers whose scalableRef names them. NodeOverlay and CapacityBuffer changes
+// need a snapshot of Format 2 (the catalog without overlays, the buffers' PodTemplates).
 func Apply(s *snapshot.Snapshot, objs []*unstructured.Unstructured) error {
 	scheme, err := Scheme()
 	if err != nil {
@@ -138,10 +132,23 @@ func apply(s *snapshot.Snapshot, scheme *runtime.Scheme, u *unstructured.Unstruc
 	case *karpv1.NodeClaim:
 		s.NodeClaims = upsert(s.NodeClaims, o)
 	case *karpv1alpha1.NodeOverlay:
-		// Refused rather than ignored: the simulation would not see the change.
-		return errOverlayChange
+		if s.Legacy() {
+			// Refused rather than applied twice over a catalog that has the overlays already.
+			return fmt.Errorf("NodeOverlay changes cannot be simulated: %w", snapshot.ErrLegacy)
+		}
+		s.NodeOverlays = upsert(s.NodeOverlays, o)
 	case *autoscalingv1alpha1.CapacityBuffer:
-		return errBufferChange
+		if s.Legacy() {
+			return fmt.Errorf("CapacityBuffer changes cannot be simulated: %w", snapshot.ErrLegacy)
+		}
+		// The status is joinery-controller's: Load resolves it again from the spec. A changed
+		// buffer stays the buffer it was (its UID owns its PodTemplate; its age orders the cap).
+		if i := index(s.CapacityBuffers, o); i >= 0 && o.UID == "" {
+			o.UID, o.CreationTimestamp = s.CapacityBuffers[i].UID, s.CapacityBuffers[i].CreationTimestamp
+		}
+		s.CapacityBuffers = upsert(s.CapacityBuffers, o)
+	case *corev1.PodTemplate:
+		s.PodTemplates = upsert(s.PodTemplates, o)
 	case *corev1.Node:
 		s.Nodes = upsert(s.Nodes, o)
 	case *corev1.Pod:
@@ -155,14 +162,23 @@ func apply(s *snapshot.Snapshot, scheme *runtime.Scheme, u *unstructured.Unstruc
 	case *appsv1.DaemonSet:
 		s.DaemonSets = upsert(s.DaemonSets, o)
 	case *appsv1.Deployment:
-		return scale(s, o, "ReplicaSet", "spec.replicas", ptr.Deref(o.Spec.Replicas, 1), o.Spec.Selector, o.Spec.Template)
+		if err := scale(s, o, "ReplicaSet", "spec.replicas", ptr.Deref(o.Spec.Replicas, 1), o.Spec.Selector, o.Spec.Template); err != nil {
+			return err
+		}
+		s.Deployments = upsert(s.Deployments, o)
 	case *appsv1.ReplicaSet:
-		return scale(s, o, "ReplicaSet", "spec.replicas", ptr.Deref(o.Spec.Replicas, 1), o.Spec.Selector, o.Spec.Template)
+		if err := scale(s, o, "ReplicaSet", "spec.replicas", ptr.Deref(o.Spec.Replicas, 1), o.Spec.Selector, o.Spec.Template); err != nil {
+			return err
+		}
+		s.ReplicaSets = upsert(s.ReplicaSets, o)
 	case *appsv1.StatefulSet:
 		if len(o.Spec.VolumeClaimTemplates) > 0 {
 			return errors.New("StatefulSets with volumeClaimTemplates are not simulated: give their PersistentVolumeClaims and Pods instead")
 		}
-		return scale(s, o, "StatefulSet", "spec.replicas", ptr.Deref(o.Spec.Replicas, 1), o.Spec.Selector, o.Spec.Template)
+		if err := scale(s, o, "StatefulSet", "spec.replicas", ptr.Deref(o.Spec.Replicas, 1), o.Spec.Selector, o.Spec.Template); err != nil {
+			return err
+		}
+		s.StatefulSets = upsert(s.StatefulSets, o)
 	case *batchv1.Job:
 		return scale(s, o, "Job", "spec.parallelism", ptr.Deref(o.Spec.Parallelism, 1), o.Spec.Selector, o.Spec.Template)
 	default:

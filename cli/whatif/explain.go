@@ -152,7 +152,7 @@ func (c *Cluster) aloneVerdict(ctx context.Context, opts Options, np *karpv1.Nod
 	defer cancel()
 	s := *c.Snapshot
 	s.NodePools = []karpv1.NodePool{*np}
-	alone, err := Load(&s)
+	alone, err := Load(&s, c.Gates)
 	if err != nil {
 		return "", err
 	}

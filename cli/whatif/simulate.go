@@ -18,25 +18,25 @@ import (
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/controller/disruption"
+	"github.com/joinery-dev/joinery/internal/featuregates"
 	"github.com/joinery-dev/joinery/plugin"
 	"github.com/joinery-dev/joinery/plugin/planner"
 	"github.com/joinery-dev/joinery/scheduling"
 	"github.com/joinery-dev/joinery/simulation"
+	"github.com/joinery-dev/joinery/simulation/buffer"
 )
 
 // DefaultSchedulerName is joinery-scheduler's profile in the deployed manifests.
 const DefaultSchedulerName = "joinery"
 
-// Options are the scheduler's configuration and the controller's gates the simulation runs
-// with; the binaries' flags of the same names.
+// Options are the scheduler's configuration the simulation runs with; the binaries' flags of
+// the same names. The feature gates are the Cluster's (Load).
 type Options struct {
 	// SchedulerConfigPath is joinery-scheduler's KubeSchedulerConfiguration (its --config);
 	// empty: kube-scheduler's default profile with the JoineryProvisioner's default args.
 	SchedulerConfigPath string
 	// SchedulerName is the profile; DefaultSchedulerName when empty.
 	SchedulerName string
-	// SpotToSpot is the SpotToSpotConsolidation feature gate.
-	SpotToSpot bool
 	// OutOfTree are the scheduler plugins registered with the binary besides the in-tree
 	// ones (app.WithPlugin), as joinery-scheduler and joinery-controller register them.
 	OutOfTree frameworkruntime.Registry
@@ -103,8 +103,65 @@ func (c *Cluster) Provision(ctx context.Context, opts Options) (*Provisioning, e
 	return c.describePlan(ctx, plan, pods)
 }
 
-// plan runs the planner over the pending pods (only over only, when set).
+// plan runs the planner over the pending pods (only over only, when set), as a live cluster
+// would: kube-scheduler binds the pods that fit registered nodes, and joinery-scheduler's
+// Provisioner plans the rest in one batch with the CapacityBuffers' virtual pods (the
+// plugin's PlanWithVirtual), so real pods take existing capacity before buffers do.
 func (c *Cluster) plan(ctx context.Context, opts Options, only func(*corev1.Pod) bool) (*simulation.Plan, []*corev1.Pod, error) {
+	plan, pods, err := c.planPending(ctx, opts, only, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	_, args, err := opts.profile()
+	if err != nil {
+		return nil, nil, err
+	}
+	virtual, err := c.virtualPods(ctx, args.SchedulerNames)
+	if err != nil || len(virtual) == 0 {
+		return plan, pods, err
+	}
+	// Bind what fits registered nodes, then plan the rest with the buffers.
+	bound, err := c.Snapshot.Clone()
+	if err != nil {
+		return nil, nil, err
+	}
+	nodeOf := map[string]string{}
+	for _, nc := range c.Snapshot.NodeClaims {
+		if nc.Status.NodeName != "" {
+			nodeOf[nc.Name] = nc.Status.NodeName
+		}
+	}
+	for _, n := range c.Snapshot.Nodes {
+		nodeOf[n.Name] = n.Name
+	}
+	placed := map[types.UID]string{}
+	for i := range bound.Pods {
+		p := &bound.Pods[i]
+		if node, ok := nodeOf[plan.InFlight[p.UID]]; ok {
+			p.Spec.NodeName, p.Status.Phase = node, corev1.PodRunning
+			placed[p.UID] = plan.InFlight[p.UID]
+		}
+	}
+	rest, err := Load(bound, c.Gates)
+	if err != nil {
+		return nil, nil, err
+	}
+	withBuffers, _, err := rest.planPending(ctx, opts, only, virtual)
+	if err != nil {
+		return nil, nil, err
+	}
+	if withBuffers.InFlight == nil {
+		withBuffers.InFlight = map[types.UID]string{}
+	}
+	for uid, target := range placed {
+		withBuffers.InFlight[uid] = target
+	}
+	return withBuffers, pods, nil
+}
+
+// planPending plans the pending pods (only over only, when set): registered nodes first
+// without virtual pods, else as the Provisioner's batch with them.
+func (c *Cluster) planPending(ctx context.Context, opts Options, only func(*corev1.Pod) bool, virtual []*corev1.Pod) (*simulation.Plan, []*corev1.Pod, error) {
 	profile, args, err := opts.profile()
 	if err != nil {
 		return nil, nil, err
@@ -147,8 +204,19 @@ func (c *Cluster) plan(ctx context.Context, opts Options, only func(*corev1.Pod)
 			pods = append(pods, pod)
 		}
 	}
+	if len(virtual) > 0 {
+		vp, ok := p.(buffer.Planner)
+		if !ok {
+			return nil, nil, errors.New("the planner cannot plan capacity buffers")
+		}
+		plan, _, err := vp.PlanWithVirtual(ctx, pods, virtual)
+		if err != nil {
+			return nil, nil, fmt.Errorf("planning %d pending pods with %d capacity buffer pods: %w", len(pods), len(virtual), err)
+		}
+		return plan, pods, nil
+	}
 	if len(pods) == 0 {
-		return &simulation.Plan{}, nil, nil
+		return &simulation.Plan{InFlight: map[types.UID]string{}}, nil, nil
 	}
 	plan, err := dp.PlanDisruption(ctx, pods)
 	if err != nil {
@@ -271,7 +339,13 @@ func (c *Cluster) disruptionSetup(ctx context.Context, opts Options) (*disruptio
 	if err != nil {
 		return nil, err
 	}
+	if c.Gates.Enabled(featuregates.CapacityBuffer) {
+		// The pass's own loading: buffers' virtual pods on the nodes that hold them.
+		if err := (&disruption.Buffers{Reader: c.Client, Simulator: sim}).Place(ctx, cluster); err != nil {
+			return nil, err
+		}
+	}
 	now := c.Now
-	consol := disruption.Consolidation{Simulator: sim, InstanceTypes: c.Catalog, SpotToSpot: opts.SpotToSpot, Now: func() time.Time { return now }}
+	consol := disruption.Consolidation{Simulator: sim, InstanceTypes: c.Catalog, SpotToSpot: c.Gates.Enabled(featuregates.SpotToSpotConsolidation), Now: func() time.Time { return now }}
 	return &disruptionSetup{cluster: cluster, methods: disruption.GracefulMethods(consol), consol: consol}, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/joinery-dev/joinery/cli/fixtures"
 	"github.com/joinery-dev/joinery/cli/snapshot"
 	"github.com/joinery-dev/joinery/cli/whatif"
+	"github.com/joinery-dev/joinery/internal/featuregates"
 )
 
 func read(t *testing.T) *snapshot.Snapshot {
@@ -29,6 +30,8 @@ func TestApply(t *testing.T) {
 		yaml    string
 		check   func(t *testing.T, s *snapshot.Snapshot)
 		wantErr string
+		// legacy reads the snapshot as one written before snapshot.Format 2.
+		legacy bool
 	}{
 		{
 			name: "deployment scaled up adds pending pods of one owner",
@@ -84,12 +87,21 @@ func TestApply(t *testing.T) {
 		{name: "an overlay the CRD's CEL rules refuse is refused, the rule's message given",
 			yaml:    `{apiVersion: karpenter.sh/v1alpha1, kind: NodeOverlay, metadata: {name: cheap}, spec: {requirements: [], price: "0.1", priceAdjustment: "-10%"}}`,
 			wantErr: "price and priceAdjustment are mutually exclusive"},
-		{name: "a valid NodeOverlay change is refused, not ignored",
+		{name: "a NodeOverlay change is kept, its status left to the simulation",
+			yaml: `{apiVersion: karpenter.sh/v1alpha1, kind: NodeOverlay, metadata: {name: cheap}, spec: {requirements: [], priceAdjustment: "-10%"}}`,
+			check: func(t *testing.T, s *snapshot.Snapshot) {
+				if len(s.NodeOverlays) != 1 || s.NodeOverlays[0].Name != "cheap" {
+					t.Errorf("overlays %v, want cheap", s.NodeOverlays)
+				}
+			}},
+		{name: "a NodeOverlay change on a snapshot of an older joinery is refused, saying why",
+			legacy:  true,
 			yaml:    `{apiVersion: karpenter.sh/v1alpha1, kind: NodeOverlay, metadata: {name: cheap}, spec: {requirements: [], priceAdjustment: "-10%"}}`,
-			wantErr: "NodeOverlay changes cannot be simulated"},
-		{name: "a valid CapacityBuffer change is refused, not ignored",
+			wantErr: "NodeOverlay changes cannot be simulated: this snapshot was written by an older joinery"},
+		{name: "a CapacityBuffer change on a snapshot of an older joinery is refused, saying why",
+			legacy:  true,
 			yaml:    `{apiVersion: autoscaling.x-k8s.io/v1alpha1, kind: CapacityBuffer, metadata: {name: spare}, spec: {podTemplateRef: {name: spare}, replicas: 2}}`,
-			wantErr: "CapacityBuffer changes cannot be simulated"},
+			wantErr: "CapacityBuffer changes cannot be simulated: this snapshot was written by an older joinery"},
 		{name: "negative replicas are an error, not a panic",
 			yaml:    `{apiVersion: apps/v1, kind: ReplicaSet, metadata: {name: inflate-5d8f}, spec: {replicas: -1, selector: {matchLabels: {app: inflate}}, template: {metadata: {labels: {app: inflate}}}}}`,
 			wantErr: "spec.replicas: Invalid value: -1"},
@@ -102,6 +114,9 @@ func TestApply(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := read(t)
+			if tt.legacy {
+				s.Format = 0
+			}
 			objs, err := whatif.DecodeChanges(strings.NewReader(tt.yaml))
 			if err == nil {
 				err = whatif.Apply(s, objs)
@@ -125,20 +140,7 @@ func TestApply(t *testing.T) {
 func TestSimulateLimits(t *testing.T) {
 	ctx := context.Background()
 	run := func(yaml string) *whatif.Result {
-		s := read(t)
-		if yaml != "" {
-			objs, err := whatif.DecodeChanges(strings.NewReader(yaml))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := whatif.Apply(s, objs); err != nil {
-				t.Fatal(err)
-			}
-		}
-		c, err := whatif.Load(s)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, c := load(t, yaml, "")
 		res, err := c.Simulate(ctx, whatif.Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -192,7 +194,7 @@ func TestExplainNodeAgreesWithThePass(t *testing.T) {
 			for i := range s.NodePools {
 				s.NodePools[i].Spec.Disruption.ConsolidationPolicy = policy
 			}
-			c, err := whatif.Load(s)
+			c, err := whatif.Load(s, featuregates.Default())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -42,20 +42,28 @@ func (c *Controller) load(ctx context.Context) (*Cluster, error) {
 	if err != nil || c.opts.Buffers == nil {
 		return cluster, err
 	}
-	virtual, err := c.opts.Buffers.virtualPods(ctx)
-	if err != nil {
+	if err := c.opts.Buffers.Place(ctx, cluster); err != nil {
 		return nil, err
-	}
-	if len(virtual) == 0 {
-		return cluster, nil
-	}
-	if err := c.opts.Buffers.Simulator.placeVirtual(ctx, cluster, virtual); err != nil {
-		return nil, fmt.Errorf("placing capacity buffers' virtual pods: %w", err)
 	}
 	return cluster, nil
 }
 
-func (b *Buffers) virtualPods(ctx context.Context) ([]*corev1.Pod, error) {
+// Place adds to cluster the buffers' virtual pods that fit its registered nodes, as every
+// pass does when it loads the cluster; the joinery CLI's dry run of the pass calls it too.
+func (b *Buffers) Place(ctx context.Context, cluster *Cluster) error {
+	virtual, err := b.VirtualPods(ctx)
+	if err != nil || len(virtual) == 0 {
+		return err
+	}
+	if err := b.Simulator.placeVirtual(ctx, cluster, virtual); err != nil {
+		return fmt.Errorf("placing capacity buffers' virtual pods: %w", err)
+	}
+	return nil
+}
+
+// VirtualPods are the active buffers' virtual pods, built from their status
+// (buffer.FromStatus) with the PodTemplates Reader serves.
+func (b *Buffers) VirtualPods(ctx context.Context) ([]*corev1.Pod, error) {
 	var list autoscalingv1alpha1.CapacityBufferList
 	if err := b.Reader.List(ctx, &list); err != nil {
 		return nil, fmt.Errorf("listing capacity buffers: %w", err)

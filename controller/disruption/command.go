@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/controller/cost"
 )
 
 // The state of a command lives on the cluster's objects, so a restarted controller finds it:
@@ -58,6 +59,9 @@ type Command struct {
 	Destinations map[types.UID]string
 	// Scores are the move's Balanced scores, one per Balanced NodePool it removes nodes from.
 	Scores []MoveScore
+	// prices is the price book consolidation decided the command with: its savings are
+	// priced from the same listing (Controller.pricer), nil for a method that prices nothing.
+	prices *cost.Pricer
 }
 
 // Decision says whether the command deletes or replaces.

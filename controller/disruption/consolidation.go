@@ -257,7 +257,7 @@ func (c *Consolidation) judge(ctx context.Context, cluster *Cluster, prices *pri
 	if err := sim.Refusal(cluster, cands); err != nil {
 		return nil, sim, err
 	}
-	cmd := &Command{Reason: c.Reason(), Candidates: cands, Destinations: sim.Destinations}
+	cmd := &Command{Reason: c.Reason(), Candidates: cands, Destinations: sim.Destinations, prices: prices.pricer}
 	replacementPrice := 0.0
 	switch len(sim.Replacements) {
 	case 0:

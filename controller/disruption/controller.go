@@ -26,7 +26,6 @@ import (
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
-	"github.com/joinery-dev/joinery/controller/cost"
 )
 
 // Name is the controller's name in logs.
@@ -189,11 +188,7 @@ func (c *Controller) savingsOf(ctx context.Context, cluster *Cluster, cmd *Comma
 	if c.opts.InstanceTypes == nil {
 		return nil
 	}
-	pools := make([]*karpv1.NodePool, 0, len(cluster.NodePools))
-	for _, np := range cluster.NodePools {
-		pools = append(pools, np)
-	}
-	saved, err := cmd.Savings(ctx, cost.NewPricer(c.opts.InstanceTypes, pools))
+	saved, err := cmd.Savings(ctx, c.pricer(cluster, cmd))
 	if err != nil {
 		return nil
 	}

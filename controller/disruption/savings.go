@@ -54,14 +54,12 @@ func (c *Controller) recordSavings(ctx context.Context, cluster *Cluster, cmd *C
 	if c.opts.InstanceTypes == nil {
 		return nil
 	}
-	pools := make([]*karpv1.NodePool, 0, len(cluster.NodePools))
 	byPool := map[string]float64{}
-	for name, np := range cluster.NodePools {
-		pools = append(pools, np)
+	for name := range cluster.NodePools {
 		byPool[name] = 0
 	}
 	if cmd != nil {
-		saved, err := cmd.Savings(ctx, cost.NewPricer(c.opts.InstanceTypes, pools))
+		saved, err := cmd.Savings(ctx, c.pricer(cluster, cmd))
 		if err != nil {
 			return err
 		}
@@ -74,4 +72,17 @@ func (c *Controller) recordSavings(ctx context.Context, cluster *Cluster, cmd *C
 		consolidationSavings.WithLabelValues(np).Set(v)
 	}
 	return nil
+}
+
+// pricer is the price book cmd was decided with, so the gauge and the event show the savings
+// the decision saw; a new one over the controller's catalog for a command priced by nothing.
+func (c *Controller) pricer(cluster *Cluster, cmd *Command) *cost.Pricer {
+	if cmd.prices != nil {
+		return cmd.prices
+	}
+	pools := make([]*karpv1.NodePool, 0, len(cluster.NodePools))
+	for _, np := range cluster.NodePools {
+		pools = append(pools, np)
+	}
+	return cost.NewPricer(c.opts.InstanceTypes, pools)
 }

@@ -8,6 +8,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/cloudprovider"
 )
 
 // TestStepRecordsSavings: a pass sets joinery_nodepool_consolidation_savings_per_hour to the
@@ -53,3 +56,54 @@ func TestStepRecordsSavings(t *testing.T) {
 }
 
 func approx(a, b float64) bool { d := a - b; return d < 1e-9 && d > -1e-9 }
+
+// movingPrices is a catalog whose prices double after each NodePool's first listing, as a
+// price update between two listings would move them.
+type movingPrices struct {
+	its    cloudprovider.InstanceTypes
+	listed map[string]int
+}
+
+func (m *movingPrices) GetInstanceTypes(_ context.Context, np *karpv1.NodePool) ([]*cloudprovider.InstanceType, error) {
+	name := ""
+	if np != nil {
+		name = np.Name
+	}
+	m.listed[name]++
+	if m.listed[name] == 1 {
+		return m.its, nil
+	}
+	out := make([]*cloudprovider.InstanceType, len(m.its))
+	for i, it := range m.its {
+		moved := &cloudprovider.InstanceType{Name: it.Name, Requirements: it.Requirements, Capacity: it.Capacity, Overhead: it.Overhead}
+		for _, o := range it.Offerings {
+			c := *o
+			c.Price *= 2
+			moved.Offerings = append(moved.Offerings, &c)
+		}
+		out[i] = moved
+	}
+	return out, nil
+}
+
+// TestSavingsArePricedAsDecided: the savings gauge shows what the command saves at the
+// prices consolidation decided it with (the decision's cost.Pricer), not at a second listing
+// of the catalog made for the gauge.
+func TestSavingsArePricedAsDecided(t *testing.T) {
+	its := testCatalog(t, 0)
+	objs := []client.Object{testNodePool("default", onDemandOnly)}
+	objs = append(objs, pair(testNode("a", "default", typed(its, "large", "on-demand")))...)
+	objs = append(objs, cpuPod("p", "node-a", "500m"))
+	c := newClient(t, objs...)
+	prices := &movingPrices{its: its, listed: map[string]int{}}
+	m := &SingleNodeConsolidation{Consolidation: Consolidation{Simulator: newSolverSimulator(t, its), InstanceTypes: prices}}
+	ctrl := New(c, c, events.NewFakeRecorder(100), nil, []Method{m},
+		Options{ConsolidationValidationDelay: time.Millisecond, Volatile: &rejectVolatile{}, InstanceTypes: prices})
+	if _, err := ctrl.Step(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := priceOf(its, "large", "on-demand") - priceOf(its, "small", "on-demand")
+	if got := testutil.ToFloat64(consolidationSavings.WithLabelValues("default")); !approx(got, want) {
+		t.Errorf("savings{nodepool=default} = %v, want %v (the prices of the decision)", got, want)
+	}
+}

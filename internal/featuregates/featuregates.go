@@ -107,12 +107,36 @@ func (g Gates) String() string {
 	return strings.Join(parts, ",")
 }
 
-// Value is a flag.Value over Gates, so a binary binds --feature-gates directly. Set reports
-// parse errors at flag parsing, naming the flag.
+// Value is a flag.Value (and a pflag.Value) over Gates, so a binary binds --feature-gates
+// directly. Set reports parse errors at flag parsing, naming the flag.
 type Value struct {
 	Gates *Gates
 	raw   string
 }
+
+// NewValue is how every joinery binary reads the gates: env is the environment variable's
+// value, which the returned --feature-gates flag replaces whole when given (joinery-scheduler,
+// whose --feature-gates is kube-scheduler's own, never binds it). An invalid env value is an
+// error naming FEATURE_GATES.
+func NewValue(env string) (*Value, error) {
+	g, err := FromEnv(env)
+	if err != nil {
+		return nil, err
+	}
+	return &Value{Gates: &g}, nil
+}
+
+// Get returns the gates read so far: the flag's when it was set, else the environment's.
+func (v *Value) Get() Gates { return *v.Gates }
+
+// Usage is the --feature-gates flag's help text.
+func Usage() string {
+	return "comma-separated Name=true|false feature gates, Karpenter's names: " + strings.Join(Known(), ", ") +
+		" (env " + EnvVar + "; the flag wins)"
+}
+
+// Type implements pflag.Value, for the joinery CLI's cobra flags.
+func (v *Value) Type() string { return "gates" }
 
 // String implements flag.Value.
 func (v *Value) String() string { return v.raw }

@@ -74,3 +74,46 @@ func TestString(t *testing.T) {
 		t.Errorf("String() = %q, want %q", got, want)
 	}
 }
+
+// TestNewValue: every binary reads the gates the same way: the environment's value, replaced
+// whole by --feature-gates when the flag is given; an invalid environment value names it.
+func TestNewValue(t *testing.T) {
+	tests := []struct {
+		name, env string
+		flag      *string
+		want      map[string]bool
+		wantErr   string
+	}{
+		{name: "environment only", env: "NodeOverlay=true", want: map[string]bool{NodeOverlay: true, CapacityBuffer: false}},
+		{name: "the flag replaces the environment whole", env: "NodeOverlay=true", flag: ptrTo("CapacityBuffer=true"),
+			want: map[string]bool{NodeOverlay: false, CapacityBuffer: true}},
+		{name: "neither: Karpenter's defaults", want: map[string]bool{ReservedCapacity: true, NodeOverlay: false}},
+		{name: "an invalid environment value", env: "NodeOverlay=maybe", wantErr: `FEATURE_GATES: feature gate NodeOverlay has value "maybe"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v, err := NewValue(tt.env)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.flag != nil {
+				if err := v.Set(*tt.flag); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for gate, want := range tt.want {
+				if got := v.Get().Enabled(gate); got != want {
+					t.Errorf("%s = %v, want %v", gate, got, want)
+				}
+			}
+		})
+	}
+}
+
+func ptrTo(s string) *string { return &s }

@@ -121,6 +121,7 @@ var exceptions = []exception{
 	{from: "cloudprovider/kwok/catalog/gen", to: "cloudprovider/aws/catalogdata", why: "the kwok catalog's generator (a build-time command) takes EC2's published facts (Neuron types, network bandwidth) from the AWS provider's data; the kwok provider embeds the generated catalog.json and imports neither"},
 	{from: "cloudprovider/kwok/catalog/gen", to: "cloudprovider/aws/instancetype", why: "the kwok catalog's generator gives its types the pod-eni branch interfaces the AWS provider derives, from the same table"},
 	{from: "plugin/integration/provisioning", to: "apis/aws/v1", why: "asks for a kwok reservation by EC2's reservation label key, which the kwok provider uses (above)"},
+	{from: "cli/whatif", to: "internal/featuregates", why: "the CLI's simulation runs with Karpenter's gates as the binaries read them (whatif.Load); the package only parses the gate list and has no dependencies"},
 	{from: "plugin/...", to: "internal/featuregates", why: "Karpenter's feature gates reach the plugin and its planner as plugin.Options.FeatureGates (FEATURE_GATES); the package only parses the gate list and has no dependencies"},
 }
 

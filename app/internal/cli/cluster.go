@@ -4,21 +4,18 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/joinery-dev/joinery/apis/karpenter/v1alpha1"
 	"github.com/joinery-dev/joinery/app/internal/providers"
 	"github.com/joinery-dev/joinery/cli/snapshot"
 	"github.com/joinery-dev/joinery/cli/whatif"
 	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/cloudprovider/aws"
 	"github.com/joinery-dev/joinery/cloudprovider/kwok"
-	"github.com/joinery-dev/joinery/internal/featuregates"
 	"github.com/joinery-dev/joinery/plugin/planner"
 )
 
@@ -68,42 +65,16 @@ func (f *clusterFlags) capture(ctx context.Context) (*snapshot.Snapshot, error) 
 	})
 }
 
-// instanceTypes builds the provider's catalog as the binaries do: with the NodeOverlay gate on
-// (FEATURE_GATES, as for joinery-controller), through the cluster's NodeOverlays, and without
-// reserved offerings when ReservedCapacity is off.
+// instanceTypes builds the provider's catalog as the binaries do, as the provider lists it:
+// reserved offerings included and no NodeOverlay applied. The snapshot records the cluster's
+// NodeOverlays beside it, and whoever reads the file applies them and the ReservedCapacity
+// gate it simulates with (snapshot.Format 2).
 func (f *clusterFlags) instanceTypes(ctx context.Context, c client.Client) (cloudprovider.InstanceTypeLister, error) {
-	overlay, err := clusterOverlays(ctx, c)
+	newCatalog, err := providers.Catalog(ctx, f.cloudProvider, f.aws, false)
 	if err != nil {
 		return nil, err
 	}
-	gates, err := featuregates.FromEnv(os.Getenv(featuregates.EnvVar))
-	if err != nil {
-		return nil, err
-	}
-	newCatalog, err := providers.Catalog(ctx, f.cloudProvider, f.aws, !gates.Enabled(featuregates.ReservedCapacity))
-	if err != nil {
-		return nil, err
-	}
-	return newCatalog(c, overlay)
-}
-
-// clusterOverlays returns the cluster's NodeOverlays when the NodeOverlay gate is on, else nil
-// (no overlay), so a snapshot's catalog carries the prices and capacity the binaries use.
-func clusterOverlays(ctx context.Context, c client.Client) (cloudprovider.Overlay, error) {
-	gates, err := featuregates.FromEnv(os.Getenv(featuregates.EnvVar))
-	if err != nil {
-		return nil, err
-	}
-	if !gates.Enabled(featuregates.NodeOverlay) {
-		return nil, nil
-	}
-	var list v1alpha1.NodeOverlayList
-	if err := c.List(ctx, &list); err != nil {
-		return nil, fmt.Errorf("listing NodeOverlays: %w", err)
-	}
-	overlays := cloudprovider.NewNodeOverlays()
-	overlays.Replace(list.Items)
-	return overlays, nil
+	return newCatalog(c, nil)
 }
 
 // load reads a snapshot file, or captures the live cluster when path is empty.

@@ -42,7 +42,7 @@ func newCostCommand(cluster *clusterFlags, outOfTree frameworkruntime.Registry) 
 			if err != nil {
 				return err
 			}
-			c, err := whatif.Load(s)
+			c, err := engine.load(cmd, s)
 			if err != nil {
 				return err
 			}

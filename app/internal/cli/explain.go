@@ -50,7 +50,7 @@ Reads the live cluster, or a snapshot with --snapshot.`,
 			if err != nil {
 				return err
 			}
-			c, err := whatif.Load(s)
+			c, err := engine.load(cmd, s)
 			if err != nil {
 				return err
 			}

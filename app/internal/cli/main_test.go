@@ -17,6 +17,7 @@ import (
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cli/fixtures"
 	"github.com/joinery-dev/joinery/cli/snapshot"
+	"github.com/joinery-dev/joinery/internal/featuregates"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -27,36 +28,51 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 func TestCommands(t *testing.T) {
 	snap := fixtures.Path()
 	pools := morePools(t)
+	legacy := legacySnapshot(t)
 	tests := []struct {
 		name string
 		args []string
+		// env is FEATURE_GATES, read as the binaries read it.
+		env string
 	}{
-		{"simulate", []string{"simulate", "--snapshot", snap}},
-		{"simulate-json", []string{"simulate", "--snapshot", snap, "-o", "json"}},
-		{"simulate-scale", []string{"simulate", "--snapshot", snap, "-f", "testdata/scale.yaml"}},
-		{"simulate-quiet", []string{"simulate", "--snapshot", snap, "-f", "testdata/quiet.yaml"}},
-		{"simulate-bad-kind", []string{"simulate", "--snapshot", snap, "-f", "testdata/bad-kind.yaml"}},
-		{"simulate-bad-budget", []string{"simulate", "--snapshot", snap, "-f", "testdata/bad-budget.yaml"}},
-		{"simulate-no-snapshot", []string{"simulate"}},
-		{"simulate-bad-format", []string{"simulate", "--snapshot", snap, "-o", "xml"}},
-		{"explain-pod-limits", []string{"explain", "pod", "default/inflate-1", "--snapshot", snap}},
-		{"explain-pod-too-large", []string{"explain", "pod", "default/huge", "--snapshot", snap}},
-		{"explain-pod-taint", []string{"explain", "pod", "default/batch-job", "--snapshot", snap}},
-		{"explain-pod-new-nodeclaim", []string{"explain", "pod", "default/inflate-0", "--snapshot", snap, "-o", "yaml"}},
-		{"explain-pod-other-pools", []string{"explain", "pod", "default/inflate-0", "--snapshot", pools}},
-		{"explain-pod-missing", []string{"explain", "pod", "default/nope", "--snapshot", snap}},
-		{"explain-pod-no-namespace", []string{"explain", "pod", "nope", "--snapshot", snap}},
-		{"explain-node-pdb", []string{"explain", "node", "node-a", "--snapshot", snap}},
-		{"explain-node-consolidated", []string{"explain", "node", "node-b", "--snapshot", snap}},
-		{"cost", []string{"cost", "--snapshot", snap}},
-		{"cost-json", []string{"cost", "--snapshot", snap, "-o", "json"}},
+		{"simulate-overlay-gate-off", []string{"simulate", "--snapshot", snap, "-f", "testdata/overlay.yaml"}, ""},
+		{"simulate-overlay-gate-env", []string{"simulate", "--snapshot", snap, "-f", "testdata/overlay.yaml"}, "NodeOverlay=true"},
+		{"simulate-overlay-flag-wins", []string{"simulate", "--snapshot", snap, "-f", "testdata/overlay.yaml", "--feature-gates", "CapacityBuffer=true"}, "NodeOverlay=true"},
+		{"simulate-overlay-legacy", []string{"simulate", "--snapshot", legacy, "-f", "testdata/overlay.yaml"}, "NodeOverlay=true"},
+		{"simulate-buffer", []string{"simulate", "--snapshot", snap, "-f", "testdata/buffer.yaml", "--feature-gates", "CapacityBuffer=true"}, ""},
+		{"simulate-bad-gate-env", []string{"simulate", "--snapshot", snap}, "NodeOverlay=maybe"},
+		{"simulate", []string{"simulate", "--snapshot", snap}, ""},
+		{"simulate-json", []string{"simulate", "--snapshot", snap, "-o", "json"}, ""},
+		{"simulate-scale", []string{"simulate", "--snapshot", snap, "-f", "testdata/scale.yaml"}, ""},
+		{"simulate-quiet", []string{"simulate", "--snapshot", snap, "-f", "testdata/quiet.yaml"}, ""},
+		{"simulate-bad-kind", []string{"simulate", "--snapshot", snap, "-f", "testdata/bad-kind.yaml"}, ""},
+		{"simulate-bad-budget", []string{"simulate", "--snapshot", snap, "-f", "testdata/bad-budget.yaml"}, ""},
+		{"simulate-no-snapshot", []string{"simulate"}, ""},
+		{"simulate-bad-format", []string{"simulate", "--snapshot", snap, "-o", "xml"}, ""},
+		{"explain-pod-limits", []string{"explain", "pod", "default/inflate-1", "--snapshot", snap}, ""},
+		{"explain-pod-too-large", []string{"explain", "pod", "default/huge", "--snapshot", snap}, ""},
+		{"explain-pod-taint", []string{"explain", "pod", "default/batch-job", "--snapshot", snap}, ""},
+		{"explain-pod-new-nodeclaim", []string{"explain", "pod", "default/inflate-0", "--snapshot", snap, "-o", "yaml"}, ""},
+		{"explain-pod-other-pools", []string{"explain", "pod", "default/inflate-0", "--snapshot", pools}, ""},
+		{"explain-pod-missing", []string{"explain", "pod", "default/nope", "--snapshot", snap}, ""},
+		{"explain-pod-no-namespace", []string{"explain", "pod", "nope", "--snapshot", snap}, ""},
+		{"explain-node-pdb", []string{"explain", "node", "node-a", "--snapshot", snap}, ""},
+		{"explain-node-consolidated", []string{"explain", "node", "node-b", "--snapshot", snap}, ""},
+		{"cost", []string{"cost", "--snapshot", snap}, ""},
+		{"cost-json", []string{"cost", "--snapshot", snap, "-o", "json"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv(featuregates.EnvVar, tt.env)
 			var stdout, stderr bytes.Buffer
 			code := Run(tt.args, &stdout, &stderr, nil)
-			got := fmt.Sprintf("$ joinery %s\n%s--- stderr\n%s--- exit %d\n",
-				strings.NewReplacer(snap, "cluster.json", pools, "cluster-pools.json").Replace(strings.Join(tt.args, " ")), stdout.String(), stderr.String(), code)
+			cmdline := strings.NewReplacer(snap, "cluster.json", pools, "cluster-pools.json", legacy, "cluster-legacy.json").Replace(strings.Join(tt.args, " "))
+			if tt.env != "" {
+				cmdline = featuregates.EnvVar + "=" + tt.env + " joinery " + cmdline
+			} else {
+				cmdline = "joinery " + cmdline
+			}
+			got := fmt.Sprintf("$ %s\n%s--- stderr\n%s--- exit %d\n", cmdline, stdout.String(), stderr.String(), code)
 			path := filepath.Join("testdata", "golden", tt.name+".golden")
 			if *update {
 				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -75,6 +91,21 @@ func TestCommands(t *testing.T) {
 			}
 		})
 	}
+}
+
+// legacySnapshot writes the recorded snapshot as a joinery before snapshot.Format 2 wrote it.
+func legacySnapshot(t *testing.T) string {
+	t.Helper()
+	s, err := snapshot.ReadFile(fixtures.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Format = 0
+	path := filepath.Join(t.TempDir(), "cluster-legacy.json")
+	if err := s.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // morePools writes the recorded snapshot with three more NodePools beside default, which

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 
@@ -19,8 +20,11 @@ import (
 type engineFlags struct {
 	schedulerConfig string
 	schedulerName   string
-	featureGates    string
-	outOfTree       frameworkruntime.Registry
+	// gates are Karpenter's feature gates, read as joinery-controller reads them
+	// (featuregates.NewValue: FEATURE_GATES, replaced whole by --feature-gates when given).
+	gates     *featuregates.Value
+	gatesErr  error
+	outOfTree frameworkruntime.Registry
 }
 
 func (f *engineFlags) bind(cmd *cobra.Command, outOfTree frameworkruntime.Registry) {
@@ -28,20 +32,34 @@ func (f *engineFlags) bind(cmd *cobra.Command, outOfTree frameworkruntime.Regist
 	fs := cmd.Flags()
 	fs.StringVar(&f.schedulerConfig, "scheduler-config", "", "joinery-scheduler's KubeSchedulerConfiguration (its --config); default: kube-scheduler's default profile")
 	fs.StringVar(&f.schedulerName, "scheduler-name", whatif.DefaultSchedulerName, "the scheduler profile (pods' schedulerName) joinery provisions for")
-	fs.StringVar(&f.featureGates, "feature-gates", "", "joinery-controller's Karpenter feature gates, e.g. SpotToSpotConsolidation=true")
+	f.gates, f.gatesErr = featuregates.NewValue(os.Getenv(featuregates.EnvVar))
+	if f.gatesErr != nil {
+		f.gates = &featuregates.Value{Gates: new(featuregates.Gates)} // reported by options
+	}
+	fs.Var(f.gates, featuregates.FlagName, "joinery-controller's Karpenter feature gates, "+featuregates.Usage())
 }
 
 func (f *engineFlags) options() (whatif.Options, error) {
-	gates, err := featuregates.Parse("--feature-gates", f.featureGates)
-	if err != nil {
-		return whatif.Options{}, err
+	if f.gatesErr != nil {
+		return whatif.Options{}, f.gatesErr
 	}
 	return whatif.Options{
 		SchedulerConfigPath: f.schedulerConfig,
 		SchedulerName:       f.schedulerName,
-		SpotToSpot:          gates.Enabled(featuregates.SpotToSpotConsolidation),
 		OutOfTree:           f.outOfTree,
 	}, nil
+}
+
+// load serves s with the gates, telling stderr what of s the simulation cannot use.
+func (f *engineFlags) load(cmd *cobra.Command, s *snapshot.Snapshot) (*whatif.Cluster, error) {
+	c, err := whatif.Load(s, f.gates.Get())
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range c.Warnings {
+		fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
+	}
+	return c, nil
 }
 
 func newSimulateCommand(outOfTree frameworkruntime.Registry) *cobra.Command {
@@ -55,7 +73,8 @@ func newSimulateCommand(outOfTree frameworkruntime.Registry) *cobra.Command {
 		Use:   "simulate --snapshot FILE [-f CHANGES...]",
 		Short: "Apply changes to a snapshot offline and show what joinery would do",
 		Long: `simulate applies the objects of the -f files to the snapshot (a NodePool added or changed, a
-Deployment scaled, a budget), then plans the pending pods with joinery-scheduler's planner and
+Deployment scaled, a budget, a NodeOverlay, a CapacityBuffer), then plans the pending pods with
+joinery-scheduler's planner (with the buffers' virtual pods under the CapacityBuffer gate) and
 runs one pass of joinery-controller's disruption methods, and prints the NodeClaims that would
 be created, the pods that stay pending and why, the nodes that would be consolidated, replaced
 or drifted with the pods they move, and the cost per hour per NodePool before and after.
@@ -83,7 +102,7 @@ No cluster is needed. Exit code 0: no change, 1: the cluster would change, 2: er
 			if err := whatif.Apply(s, objs); err != nil {
 				return err
 			}
-			c, err := whatif.Load(s)
+			c, err := engine.load(cmd, s)
 			if err != nil {
 				return err
 			}

@@ -15,8 +15,10 @@ func newSnapshotCommand(cluster *clusterFlags) *cobra.Command {
 		Long: `snapshot reads the cluster the kubeconfig names and writes a file that simulate, explain and
 cost read offline: NodePools, NodeClaims, node classes, NodeOverlays, CapacityBuffers, Nodes,
 Pods, PodDisruptionBudgets, PersistentVolumes and claims, StorageClasses, CSINodes,
-DaemonSets, namespaces' labels, the instance types of each NodePool with offerings and prices
-(from --cloud-provider, as joinery-controller sees them) and the unavailable offerings.
+DaemonSets, namespaces' labels, the PodTemplates and workloads CapacityBuffers reference, the
+instance types of each NodePool with offerings and prices as --cloud-provider lists them
+(reserved offerings included, no NodeOverlay applied: simulate, explain and cost apply the
+recorded NodeOverlays and the gates they run with) and the unavailable offerings.
 Secrets are never read; ConfigMap data, environment values, commands and arguments are never
 written.`,
 		Args: cobra.NoArgs,

@@ -9,7 +9,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -97,13 +96,12 @@ func Main(args []string, outOfTree frameworkruntime.Registry) {
 	flag.DurationVar(&opts.initializationTTL, "initialization-ttl", 0, fmt.Sprintf("how long after registering a NodeClaim's node may take to initialize before the NodeClaim is deleted; 0 (the default, as Karpenter) never deletes it for that, e.g. %s opts in", lifecycle.SuggestedInitializationTTL))
 	flag.DurationVar(&opts.gcInterval, "gc-interval", garbagecollection.DefaultInterval, "how often instances without a NodeClaim, Nodes without a NodeClaim and NodeClaims without an instance are garbage-collected")
 	flag.StringVar(&opts.interruptionQueue, "interruption-queue", os.Getenv("INTERRUPTION_QUEUE"), "aws: name of the SQS queue EventBridge forwards spot interruptions, scheduled changes and instance state changes to; empty disables interruption handling (env INTERRUPTION_QUEUE)")
-	gates, err := featuregates.FromEnv(os.Getenv(featuregates.EnvVar))
+	gates, err := featuregates.NewValue(os.Getenv(featuregates.EnvVar))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	opts.featureGates = gates
-	flag.Var(&featuregates.Value{Gates: &opts.featureGates}, featuregates.FlagName, "comma-separated Name=true|false feature gates, Karpenter's names: "+strings.Join(featuregates.Known(), ", ")+" (env "+featuregates.EnvVar+"; the flag wins)")
+	flag.Var(gates, featuregates.FlagName, featuregates.Usage())
 	flag.StringVar(&opts.disruption.schedulerConfig, "scheduler-config", "", "KubeSchedulerConfiguration file joinery-scheduler runs with; disruption simulates with its profile's plugins (default: kube-scheduler's default profile)")
 	flag.StringVar(&opts.disruption.schedulerName, "scheduler-name", "joinery", "profile of --scheduler-config that disruption simulates with")
 	// The simulation plans with the Provisioner args of --scheduler-config's profile, as
@@ -138,6 +136,7 @@ func Main(args []string, outOfTree frameworkruntime.Registry) {
 	zapOpts := zap.Options{Development: false} // JSON logs unless --zap-devel
 	zapOpts.BindFlags(flag.CommandLine)
 	_ = flag.CommandLine.Parse(args) // flag.ExitOnError: a bad flag exits with status 2
+	opts.featureGates = gates.Get()
 
 	if opts.printVersion {
 		fmt.Println(version.String("joinery-controller"))

@@ -49,11 +49,12 @@ func NewCommand(outOfTree frameworkruntime.Registry) *cobra.Command {
 	synced := plugin.NewSyncTracker()
 	// Karpenter's gates come from FEATURE_GATES only: --feature-gates is kube-scheduler's flag
 	// for Kubernetes's own gates.
-	gates, err := featuregates.FromEnv(os.Getenv(featuregates.EnvVar))
+	gatesValue, err := featuregates.NewValue(os.Getenv(featuregates.EnvVar))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
+	gates := gatesValue.Get()
 	// Karpenter's settings from the environment: invalid ones stop the scheduler here, each
 	// named; the ones set override the plugin args of the scheduler configuration.
 	env, err := settings.FromEnv(os.LookupEnv)
