@@ -22,7 +22,7 @@ func testWorkload(name string, missing int32, template *corev1.PodTemplateSpec) 
 func webTemplate() *corev1.PodTemplateSpec {
 	return &corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: list("cpu", "250m")}}}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: list("cpu", "250m")}}}},
 	}
 }
 
