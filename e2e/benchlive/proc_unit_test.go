@@ -55,12 +55,16 @@ rest_client_requests_total{code="409",host="h",method="POST"} 1
 rest_client_rate_limiter_duration_seconds_sum{host="h",verb="POST"} 1.25
 rest_client_rate_limiter_duration_seconds_sum{host="h",verb="PATCH"} 0.25
 rest_client_rate_limiter_duration_seconds_count{host="h",verb="PATCH"} 9
+scheduler_schedule_attempts_total{profile="joinery",result="unschedulable"} 7
+scheduler_schedule_attempts_total{profile="joinery",result="scheduled"} 5
+scheduler_queue_incoming_pods_total{event="ForceActivate",queue="active"} 4
+scheduler_queue_incoming_pods_total{event="PodAdd",queue="active"} 12
 `
 	got, err := clientUse(strings.NewReader(text))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "joinery-scheduler API requests PATCH 5, POST 4; client-side rate-limiter wait 1.5 s over 9 requests"
+	want := "joinery-scheduler API requests PATCH 5, POST 4; client-side rate-limiter wait 1.5 s over 9 requests; scheduling attempts 12, activated by the plugin 4"
 	if got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
