@@ -42,6 +42,7 @@ const (
 //	    planHoldDuration: 5m
 //	    planTimeout: 1m
 //	    quarantineDuration: 10m
+//	    planMissingReplicas: true
 type ProvisionerArgs struct {
 	// BatchIdleDuration closes a batch when no pod joined it for this long.
 	BatchIdleDuration metav1.Duration `json:"batchIdleDuration"`
@@ -70,6 +71,11 @@ type ProvisionerArgs struct {
 	// IgnoreDRARequests leaves pods' resource claims out of planning, as Karpenter's
 	// IGNORE_DRA_REQUESTS does: nodes are chosen without regard to the devices claims need.
 	IgnoreDRARequests bool `json:"ignoreDRARequests,omitempty"`
+	// PlanMissingReplicas (default true): a batch whose pending pods belong to a ReplicaSet
+	// that wants more replicas than it has created plans the missing ones too, as virtual pods
+	// of its template, so the first batch of a scale-up buys capacity for all of it. They
+	// share the virtual-pod cap (buffer.MaxVirtualPods) with CapacityBuffers.
+	PlanMissingReplicas *bool `json:"planMissingReplicas,omitempty"`
 }
 
 // ArgOverrides replace args of the scheduler configuration: joinery-scheduler sets them from
@@ -186,6 +192,10 @@ func (a *ProvisionerArgs) Default(profileName string) {
 	}
 	if a.QuarantineDuration.Duration == 0 {
 		a.QuarantineDuration.Duration = DefaultQuarantine
+	}
+	if a.PlanMissingReplicas == nil {
+		on := true
+		a.PlanMissingReplicas = &on
 	}
 	if len(a.SchedulerNames) == 0 && profileName != "" {
 		a.SchedulerNames = []string{profileName}

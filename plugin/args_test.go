@@ -14,15 +14,16 @@ import (
 
 func TestDecodeArgs(t *testing.T) {
 	defaults := ProvisionerArgs{
-		BatchIdleDuration:  metav1.Duration{Duration: time.Second},
-		BatchMaxDuration:   metav1.Duration{Duration: 10 * time.Second},
-		PreferencePolicy:   solver.PreferenceRespect,
-		MinValuesPolicy:    solver.MinValuesStrict,
-		MaxInstanceTypes:   60,
-		SchedulerNames:     []string{"joinery"},
-		PlanHoldDuration:   metav1.Duration{Duration: 5 * time.Minute},
-		PlanTimeout:        metav1.Duration{Duration: time.Minute},
-		QuarantineDuration: metav1.Duration{Duration: 10 * time.Minute},
+		BatchIdleDuration:   metav1.Duration{Duration: time.Second},
+		BatchMaxDuration:    metav1.Duration{Duration: 10 * time.Second},
+		PreferencePolicy:    solver.PreferenceRespect,
+		MinValuesPolicy:     solver.MinValuesStrict,
+		MaxInstanceTypes:    60,
+		SchedulerNames:      []string{"joinery"},
+		PlanHoldDuration:    metav1.Duration{Duration: 5 * time.Minute},
+		PlanTimeout:         metav1.Duration{Duration: time.Minute},
+		QuarantineDuration:  metav1.Duration{Duration: 10 * time.Minute},
+		PlanMissingReplicas: new(true),
 	}
 	with := func(change func(*ProvisionerArgs)) ProvisionerArgs {
 		a := defaults
@@ -38,17 +39,18 @@ func TestDecodeArgs(t *testing.T) {
 	}{
 		{name: "no args", obj: nil, want: defaults},
 		{name: "empty args", obj: &runtime.Unknown{Raw: []byte(`{}`)}, want: defaults},
-		{name: "every field", obj: &runtime.Unknown{Raw: []byte(`{"batchIdleDuration":"2s","batchMaxDuration":"30s","preferencePolicy":"Ignore","minValuesPolicy":"BestEffort","maxInstanceTypes":100,"schedulerNames":["a","b"],"planHoldDuration":"2m","planTimeout":"30s","quarantineDuration":"1h"}`)},
+		{name: "every field", obj: &runtime.Unknown{Raw: []byte(`{"batchIdleDuration":"2s","batchMaxDuration":"30s","preferencePolicy":"Ignore","minValuesPolicy":"BestEffort","maxInstanceTypes":100,"schedulerNames":["a","b"],"planHoldDuration":"2m","planTimeout":"30s","quarantineDuration":"1h","planMissingReplicas":false}`)},
 			want: ProvisionerArgs{
-				BatchIdleDuration:  metav1.Duration{Duration: 2 * time.Second},
-				BatchMaxDuration:   metav1.Duration{Duration: 30 * time.Second},
-				PreferencePolicy:   solver.PreferenceIgnore,
-				MinValuesPolicy:    solver.MinValuesBestEffort,
-				MaxInstanceTypes:   100,
-				SchedulerNames:     []string{"a", "b"},
-				PlanHoldDuration:   metav1.Duration{Duration: 2 * time.Minute},
-				PlanTimeout:        metav1.Duration{Duration: 30 * time.Second},
-				QuarantineDuration: metav1.Duration{Duration: time.Hour},
+				BatchIdleDuration:   metav1.Duration{Duration: 2 * time.Second},
+				BatchMaxDuration:    metav1.Duration{Duration: 30 * time.Second},
+				PreferencePolicy:    solver.PreferenceIgnore,
+				MinValuesPolicy:     solver.MinValuesBestEffort,
+				MaxInstanceTypes:    100,
+				SchedulerNames:      []string{"a", "b"},
+				PlanHoldDuration:    metav1.Duration{Duration: 2 * time.Minute},
+				PlanTimeout:         metav1.Duration{Duration: 30 * time.Second},
+				QuarantineDuration:  metav1.Duration{Duration: time.Hour},
+				PlanMissingReplicas: new(false),
 			}},
 		{name: "yaml content", obj: &runtime.Unknown{ContentType: runtime.ContentTypeYAML, Raw: []byte("batchIdleDuration: 500ms\npreferencePolicy: Ignore\n")},
 			want: with(func(a *ProvisionerArgs) {

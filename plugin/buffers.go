@@ -195,7 +195,9 @@ func virtualIn(pods []*corev1.Pod) []*corev1.Pod {
 func (p *Plugin) reportBuffers(ctx context.Context, virtual []*corev1.Pod, plan *simulation.Plan, onExisting sets.Set[types.UID]) {
 	byBuffer := map[string][]*corev1.Pod{}
 	for _, pod := range virtual {
-		byBuffer[buffer.Of(pod)] = append(byBuffer[buffer.Of(pod)], pod)
+		if key := buffer.Of(pod); key != "" { // missing replicas have no buffer to report on
+			byBuffer[key] = append(byBuffer[key], pod)
+		}
 	}
 	for _, key := range slices.Sorted(maps.Keys(byBuffer)) {
 		cond := provisioningCondition(byBuffer[key], plan, onExisting)

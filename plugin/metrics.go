@@ -31,6 +31,24 @@ var (
 		Help:           "Provisioning batches whose scheduling simulation ran past the plugin's planTimeout. Labelled by scheduler profile.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"profile"})
+	// podsRetried counts pending pods a batch sent back to kube-scheduler because a
+	// registered node takes them now (Plan.Retry).
+	podsRetried = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      "joinery",
+		Subsystem:      "provisioner",
+		Name:           "pods_retried_on_nodes_total",
+		Help:           "Pending pods a provisioning batch sent back to kube-scheduler because a registered, initialized node fits them now, instead of buying capacity for them. Labelled by scheduler profile.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"profile"})
+	// missingReplicas is the number of virtual pods the last batch planned for replicas their
+	// workload has not created yet (planMissingReplicas).
+	missingReplicas = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace:      "joinery",
+		Subsystem:      "provisioner",
+		Name:           "missing_replicas_planned",
+		Help:           "Replicas the last provisioning batch planned capacity for before their workload (a ReplicaSet) created them, as virtual pods (planMissingReplicas). Labelled by scheduler profile.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"profile"})
 
 	// Karpenter's scheduler metrics, for the provisioning solver.
 	schedulingDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
@@ -115,7 +133,7 @@ var registerMetrics sync.Once
 // plugin factory calls it; calling it again does nothing.
 func RegisterMetrics() {
 	registerMetrics.Do(func() {
-		legacyregistry.MustRegister(solverPanics, planTimeouts, plannedPodsRestored,
+		legacyregistry.MustRegister(solverPanics, planTimeouts, plannedPodsRestored, podsRetried, missingReplicas,
 			schedulingDuration, queueDepth, unfinishedWork, ignoredPods, unschedulablePods, pendingPodsByZone, nodeClaimsCreated,
 			podSchedulingDecision, podUndecided, podProvisioningBound, podProvisioningUnbound, podProvisioningStartup, podProvisioningUnstarted)
 	})

@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
@@ -109,8 +110,14 @@ func (o Options) build(ctx context.Context, obj runtime.Object, handle fwk.Handl
 	if o.WrapRecorder != nil {
 		recorder = o.WrapRecorder(recorder)
 	}
+	var replicaSets appslisters.ReplicaSetLister
+	if args.PlanMissingReplicas != nil && *args.PlanMissingReplicas {
+		// Registered before kube-scheduler starts its informer factory, which starts this one.
+		replicaSets = handle.SharedInformerFactory().Apps().V1().ReplicaSets().Lister()
+	}
 	p := newPlugin(ctx, args, handle.ProfileName(), dependencies{
-		pods: podInformer.Lister(),
+		replicaSets: replicaSets,
+		pods:        podInformer.Lister(),
 		nodeInfos: func() fwk.NodeInfoLister {
 			if lister := handle.SnapshotSharedLister(); lister != nil {
 				return lister.NodeInfos()

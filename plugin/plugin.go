@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -74,6 +75,8 @@ type Plugin struct {
 
 	// buffers reads CapacityBuffers (gate CapacityBuffer); nil with the gate off.
 	buffers *bufferSource
+	// replicaSets reads the batch's ReplicaSets (planMissingReplicas); nil with it off.
+	replicaSets appslisters.ReplicaSetLister
 	// offerings plans refused pods again when a skipped unavailable offering expires.
 	offerings offeringTimer
 }
@@ -97,6 +100,8 @@ type dependencies struct {
 	planner   simulation.Planner
 	leader    Leadership
 	readiness *SyncTracker
+	// replicaSets is nil unless planMissingReplicas.
+	replicaSets appslisters.ReplicaSetLister
 }
 
 func newPlugin(ctx context.Context, args ProvisionerArgs, profile string, deps dependencies) *Plugin {
@@ -116,6 +121,7 @@ func newPlugin(ctx context.Context, args ProvisionerArgs, profile string, deps d
 		client:              deps.client,
 		planner:             deps.planner,
 		leader:              deps.leader,
+		replicaSets:         deps.replicaSets,
 		synced:              func() {},
 		batcher:             NewBatcher(deps.clock, args.BatchIdleDuration.Duration, args.BatchMaxDuration.Duration),
 		pending:             newPendingSet(),

@@ -49,6 +49,8 @@ func (p *Plugin) provisionBatch(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	pods := p.takeBatch()
 	virtual := p.virtualPods(ctx)
+	// Missing replicas share the virtual-pod cap with the buffers, which come first.
+	virtual = append(virtual, p.missingReplicaPods(ctx, pods, buffer.MaxVirtualPods-len(virtual))...)
 	if len(pods) == 0 && len(virtual) == 0 {
 		return
 	}

@@ -107,7 +107,26 @@ func (p *Plugin) publish(ctx context.Context, batch []*corev1.Pod, plan *simulat
 		p.nominate(planID, name, pods)
 	}
 
+	p.retryOnNodes(ctx, plan.Retry, byUID)
 	p.recordUnschedulable(plan.Unschedulable, byUID)
+}
+
+// retryOnNodes sends the pods that fit a registered node as it is now back to kube-scheduler:
+// its last attempt saw the node before it could take them. Left in the unschedulable queue,
+// they would wait for an unrelated event, and a later batch would buy them capacity.
+func (p *Plugin) retryOnNodes(ctx context.Context, retry map[types.UID]string, byUID map[types.UID]*corev1.Pod) {
+	var pods []*corev1.Pod
+	for uid := range retry {
+		if pod, ok := byUID[uid]; ok {
+			pods = append(pods, pod)
+		}
+	}
+	if pods = p.stillPending(pods); len(pods) == 0 {
+		return
+	}
+	podsRetried.WithLabelValues(p.profile).Add(float64(len(pods)))
+	klog.FromContext(ctx).V(1).Info("pending pod(s) fit registered nodes now; retrying them there", "pods", len(pods))
+	p.activateUIDs(ctx, uids(pods)...)
 }
 
 // stillPending keeps the pods that are pending and not waiting: a pod may have been

@@ -64,3 +64,30 @@ func TestInFlightPlanOnAnInitializedNodeClaim(t *testing.T) {
 		})
 	}
 }
+
+// TestRetryOnRegisteredNodes: pods the plan sends back to kube-scheduler (Plan.Retry: a
+// registered node takes them now) are activated at once, wait for no NodeClaim, and stay
+// pending: if kube-scheduler refuses them again, the next batch plans them again.
+func TestRetryOnRegisteredNodes(t *testing.T) {
+	a, b := testPod("ns", "a"), testPod("ns", "b")
+	env := newTestPlugin(t, true, a, b)
+	p := env.plugin
+	p.planner = plannerFunc(func(context.Context, []*corev1.Pod) (*simulation.Plan, error) {
+		return &simulation.Plan{Retry: map[types.UID]string{a.UID: "node-1"}, Unschedulable: map[types.UID]string{b.UID: "no NodePool fits"}}, nil
+	})
+	postFilterMessage(t, p, a)
+	postFilterMessage(t, p, b)
+	env.activator.reset()
+
+	p.provisionBatch(t.Context())
+
+	if got := env.activator.keys(); !slices.Equal(got, []string{"ns/a"}) {
+		t.Errorf("activated %v, want [ns/a]", got)
+	}
+	if _, waiting := p.waits.nodeClaimFor(a.UID); waiting {
+		t.Error("pod a waits for a NodeClaim; it was sent back to kube-scheduler")
+	}
+	if !p.pending.has(a.UID) {
+		t.Error("pod a left the pending set; it must be planned again if kube-scheduler refuses it")
+	}
+}

@@ -28,6 +28,11 @@ type Plan struct {
 	// must hold now: its daemons and every pod planned onto it, this batch's included. Its
 	// spec is immutable, so the plugin records them in PlannedRequestsAnnotationKey.
 	InFlightRequests map[string]corev1.ResourceList
+	// Retry maps a pending pod UID to the registered, initialized node it fits as that node is
+	// now. kube-scheduler tried the pod before the node could take it (the node was still
+	// initializing, or room was freed since): the plugin sends the pod back to kube-scheduler
+	// instead of buying it capacity of its own.
+	Retry map[types.UID]string
 	// Unschedulable maps a pod UID to why no NodePool can host it, as the user reads it
 	// ("no NodePool fits: ..."); the plugin shows it verbatim.
 	Unschedulable map[types.UID]string

@@ -41,11 +41,12 @@ func schedulerClientUse(ctx context.Context, env *framework.Env) (string, error)
 	return clientUse(resp.Body)
 }
 
-// clientUse summarises rest_client_requests_total by method and the sum of
-// rest_client_rate_limiter_duration_seconds from Prometheus text.
+// clientUse summarises rest_client_requests_total by method, the sum of
+// rest_client_rate_limiter_duration_seconds, and kube-scheduler's queue churn (scheduling
+// attempts, and moves to the active queue by the plugin's Activate) from Prometheus text.
 func clientUse(r io.Reader) (string, error) {
 	byMethod := map[string]float64{}
-	var waited, waits float64
+	var waited, waits, attempts, activated float64
 	scanner := bufio.NewScanner(r)
 	scanner.Buffer(make([]byte, 0, 64*1024), 1<<20)
 	for scanner.Scan() {
@@ -69,6 +70,12 @@ func clientUse(r io.Reader) (string, error) {
 			waited += v
 		case "rest_client_rate_limiter_duration_seconds_count":
 			waits += v
+		case "scheduler_schedule_attempts_total":
+			attempts += v
+		case "scheduler_queue_incoming_pods_total":
+			if strings.Contains(labels, `event="ForceActivate"`) {
+				activated += v
+			}
 		}
 	}
 	if err := scanner.Err(); err != nil {
@@ -78,5 +85,6 @@ func clientUse(r io.Reader) (string, error) {
 	for _, m := range slices.Sorted(maps.Keys(byMethod)) {
 		parts = append(parts, fmt.Sprintf("%s %.0f", m, byMethod[m]))
 	}
-	return fmt.Sprintf("joinery-scheduler API requests %s; client-side rate-limiter wait %.1f s over %.0f requests", strings.Join(parts, ", "), waited, waits), nil
+	return fmt.Sprintf("joinery-scheduler API requests %s; client-side rate-limiter wait %.1f s over %.0f requests; scheduling attempts %.0f, activated by the plugin %.0f",
+		strings.Join(parts, ", "), waited, waits, attempts, activated), nil
 }

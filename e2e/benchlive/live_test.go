@@ -61,6 +61,8 @@ type result struct {
 	nodes          int           // NodeClaims at the end
 	price          float64       // $/h of those
 	empty          int           // NodeClaims at the end with none of the workload's pods
+	underUsed      int           // NodeClaims at the end whose node's pods request under lowShare of it
+	leastShare     float64       // the smallest requested share of a NodeClaim's node at the end
 	offlineClaims  int           // NodeClaims of one offline plan of every pod
 	offlinePrice   float64
 	usage          map[localcluster.Component]procUsage // CPU during the scale-up, peak RSS
@@ -156,6 +158,7 @@ func runWorkload(t *testing.T, w workload) result {
 	end := listClaims(t, c)
 	r.nodes, r.price = len(end), priceOf(t, c, end)
 	r.empty = emptyClaims(t, env, end)
+	r.underUsed, r.leastShare = underUsed(t, env, end)
 	if trace, err := schedulerTrace(filepath.Join(env.Cluster.LogsDir(), string(localcluster.JoineryScheduler)+".log"), begin); err != nil {
 		t.Logf("trace: %v", err)
 	} else {
@@ -457,6 +460,34 @@ func emptyClaims(t *testing.T, env *framework.Env, claims []*karpv1.NodeClaim) i
 	return empty
 }
 
+// lowShare is issue 24's bar: a scale-up must end with no NodeClaim whose node's pods request
+// less than this share of it (the larger of cpu and memory).
+const lowShare = 0.25
+
+// underUsed counts the NodeClaims whose node's pods request less than lowShare of it (one
+// with no node yet counts), and returns the smallest share.
+func underUsed(t *testing.T, env *framework.Env, claims []*karpv1.NodeClaim) (int, float64) {
+	t.Helper()
+	pods, err := env.Client.CoreV1().Pods(metav1.NamespaceAll).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("list pods: %v", err)
+	}
+	nodes, err := env.Client.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("list nodes: %v", err)
+	}
+	shares := framework.RequestedShares(nodes.Items, pods.Items)
+	under, least := 0, 1.0
+	for _, nc := range claims {
+		share := shares[nc.Status.NodeName]
+		if share < lowShare {
+			under++
+		}
+		least = min(least, share)
+	}
+	return under, least
+}
+
 // priceOf is the hourly price of the NodeClaims: a launched one at its instance type, zone
 // and capacity type, an unlaunched one at its cheapest compatible offering.
 func priceOf(t *testing.T, c client.Client, claims []*karpv1.NodeClaim) float64 {
@@ -604,8 +635,8 @@ func markdown(results []result) string {
 	var b strings.Builder
 	host, _ := os.Hostname()
 	fmt.Fprintf(&b, "live benchmark on %s, %s\n\n", host, time.Now().UTC().Format(time.RFC3339))
-	b.WriteString("| workload | pods | load | apply → all Running (s) | apply → last pod created (s) | pod p50 / p99 (s) | NodeClaims created | nodes at end | $/h at end | empty | offline plan: NodeClaims, $/h | joinery-scheduler CPU s / peak MiB | joinery-controller CPU s / peak MiB | kube-apiserver CPU s / peak MiB | scale-down settled (s), nodes, $/h, created |\n")
-	b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	b.WriteString("| workload | pods | load | apply → all Running (s) | apply → last pod created (s) | last pod created → all Running (s) | pod p50 / p99 (s) | NodeClaims created | nodes at end | $/h at end | empty | under 25 % requested (least %) | offline plan: NodeClaims, $/h | joinery-scheduler CPU s / peak MiB | joinery-controller CPU s / peak MiB | kube-apiserver CPU s / peak MiB | scale-down settled (s), nodes, $/h, created |\n")
+	b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, r := range results {
 		cell := func(c localcluster.Component) string {
 			u := r.usage[c]
@@ -615,9 +646,9 @@ func markdown(results []result) string {
 		if r.settled > 0 || r.settledNodes > 0 {
 			down = fmt.Sprintf("%s, %d, %.2f, %d", seconds(r.settled), r.settledNodes, r.settledPrice, r.settledCreated)
 		}
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s / %s | %d | %d | %.2f | %d | %d, %.2f | %s | %s | %s | %s |\n",
-			r.workload, r.pods, r.load, seconds(r.allRunning), seconds(r.lastCreated), seconds(r.p50), seconds(r.p99),
-			r.created, r.nodes, r.price, r.empty, r.offlineClaims, r.offlinePrice,
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s / %s | %d | %d | %.2f | %d | %d (%.0f) | %d, %.2f | %s | %s | %s | %s |\n",
+			r.workload, r.pods, r.load, seconds(r.allRunning), seconds(r.lastCreated), seconds(max(r.allRunning-r.lastCreated, 0)), seconds(r.p50), seconds(r.p99),
+			r.created, r.nodes, r.price, r.empty, r.underUsed, 100*r.leastShare, r.offlineClaims, r.offlinePrice,
 			cell(localcluster.JoineryScheduler), cell(localcluster.JoineryController), cell("kube-apiserver"), down)
 	}
 	b.WriteString("\n")

@@ -19,12 +19,14 @@ func TestReadUsage(t *testing.T) {
 	}
 }
 
-// TestSchedulerTrace reads batches and throttling waits from joinery-scheduler's JSON log,
-// ignoring what was logged before the workload was applied.
+// TestSchedulerTrace reads batches (with the replicas not created yet they planned) and
+// throttling waits from joinery-scheduler's JSON log, ignoring what was logged before the
+// workload was applied.
 func TestSchedulerTrace(t *testing.T) {
 	begin := time.UnixMilli(1_000_000)
 	log := strings.Join([]string{
 		`{"ts":999000,"msg":"found provisionable pod(s)","Pods":"ns/old"}`,
+		`{"ts":1009990,"msg":"planning replicas not created yet","missing":40,"planned":40}`,
 		`{"ts":1010000,"msg":"found provisionable pod(s)","Pods":"ns/a, ns/b, ns/c"}`,
 		`{"ts":1010050,"msg":"computed new nodeclaim(s) to fit pod(s)","nodeclaims":2,"pods":3}`,
 		`{"ts":1012000,"msg":"Waited before sending request","delay":"1.5s"}`,
@@ -39,7 +41,7 @@ func TestSchedulerTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "batches: +10.0s 3 pods → 2 new; client-side throttling waits: 2 (longest 1.5s)"
+	want := "batches: +10.0s 3 pods (+40 not created yet) → 2 new; client-side throttling waits: 2 (longest 1.5s)"
 	if got != want {
 		t.Errorf("trace %q, want %q", got, want)
 	}
@@ -53,12 +55,16 @@ rest_client_requests_total{code="409",host="h",method="POST"} 1
 rest_client_rate_limiter_duration_seconds_sum{host="h",verb="POST"} 1.25
 rest_client_rate_limiter_duration_seconds_sum{host="h",verb="PATCH"} 0.25
 rest_client_rate_limiter_duration_seconds_count{host="h",verb="PATCH"} 9
+scheduler_schedule_attempts_total{profile="joinery",result="unschedulable"} 7
+scheduler_schedule_attempts_total{profile="joinery",result="scheduled"} 5
+scheduler_queue_incoming_pods_total{event="ForceActivate",queue="active"} 4
+scheduler_queue_incoming_pods_total{event="PodAdd",queue="active"} 12
 `
 	got, err := clientUse(strings.NewReader(text))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "joinery-scheduler API requests PATCH 5, POST 4; client-side rate-limiter wait 1.5 s over 9 requests"
+	want := "joinery-scheduler API requests PATCH 5, POST 4; client-side rate-limiter wait 1.5 s over 9 requests; scheduling attempts 12, activated by the plugin 4"
 	if got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}

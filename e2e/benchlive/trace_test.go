@@ -10,7 +10,7 @@ import (
 )
 
 // schedulerTrace summarises joinery-scheduler's JSON log from begin on: each batch (when, how
-// many pods, how many new NodeClaims) and the client-side throttling waits, which is where
+// many pods, how many replicas not created yet it planned too, how many new NodeClaims) and the client-side throttling waits, which is where
 // the issue's gap was looked for.
 func schedulerTrace(logPath string, begin time.Time) (string, error) {
 	f, err := os.Open(logPath)
@@ -20,6 +20,7 @@ func schedulerTrace(logPath string, begin time.Time) (string, error) {
 	defer f.Close()
 	var batches []string
 	throttled, longest := 0, time.Duration(0)
+	missing := 0 // replicas not created yet, planned with the next batch
 	scanner := bufio.NewScanner(f)
 	scanner.Buffer(make([]byte, 0, 1<<20), 16<<20)
 	for scanner.Scan() {
@@ -30,6 +31,7 @@ func schedulerTrace(logPath string, begin time.Time) (string, error) {
 			Pods       any     `json:"Pods"`
 			NodeClaims int     `json:"nodeclaims"`
 			Delay      string  `json:"delay"`
+			Planned    int     `json:"planned"`
 		}
 		if json.Unmarshal(line, &entry) != nil {
 			continue
@@ -45,7 +47,14 @@ func schedulerTrace(logPath string, begin time.Time) (string, error) {
 			if s, ok := entry.Pods.(string); ok && s != "" {
 				n = strings.Count(s, ",") + 1
 			}
-			batches = append(batches, fmt.Sprintf("+%.1fs %d pods", offset, n))
+			batch := fmt.Sprintf("+%.1fs %d pods", offset, n)
+			if missing > 0 {
+				batch += fmt.Sprintf(" (+%d not created yet)", missing)
+				missing = 0
+			}
+			batches = append(batches, batch)
+		case "planning replicas not created yet":
+			missing = entry.Planned
 		case "computed new nodeclaim(s) to fit pod(s)":
 			if len(batches) > 0 {
 				batches[len(batches)-1] += fmt.Sprintf(" → %d new", entry.NodeClaims)

@@ -72,10 +72,11 @@ func wavesTemplates(pool string) ([]string, map[string]corev1.PodTemplateSpec) {
 	return names, templates
 }
 
-// singleBatchNodeClaims plans every pod of the workload at once with the solver, offline: the
-// scheduler's profile from config, the NodePool and the kwok instance types as joinery-scheduler
-// reads them, an empty cluster. It is how many NodeClaims one batch of all the pods needs.
-func singleBatchNodeClaims(t *testing.T, config, ns, pool string, names []string, templates map[string]corev1.PodTemplateSpec) int {
+// singleBatchNodeClaims plans every pod of the workload (replicas of each template) at once
+// with the solver, offline: the scheduler's profile from config, the NodePool and the kwok
+// instance types as joinery-scheduler reads them, an empty cluster. It is how many NodeClaims
+// one batch of all the pods needs.
+func singleBatchNodeClaims(t *testing.T, config, ns, pool string, names []string, templates map[string]corev1.PodTemplateSpec, replicas int) int {
 	t.Helper()
 	ctx := t.Context()
 	scheme := runtime.NewScheme()
@@ -104,7 +105,7 @@ func singleBatchNodeClaims(t *testing.T, config, ns, pool string, names []string
 	var pods []*corev1.Pod
 	for _, name := range names {
 		tmpl := templates[name]
-		for i := range wavesReplicas {
+		for i := range replicas {
 			pod := &corev1.Pod{ObjectMeta: *tmpl.ObjectMeta.DeepCopy(), Spec: *tmpl.Spec.DeepCopy()}
 			pod.Name, pod.Namespace = fmt.Sprintf("%s-%d", name, i), ns
 			pod.UID = types.UID(fmt.Sprintf("offline-%s-%d", name, i))
@@ -227,7 +228,7 @@ func TestWavesAcrossALeaderChange(t *testing.T) {
 	// lose it and exit too); a takeover then takes up to leaseDuration.
 	relaxLease(t, config)
 	names, templates := wavesTemplates(pool)
-	bound := singleBatchNodeClaims(t, config, ns, pool, names, templates)
+	bound := singleBatchNodeClaims(t, config, ns, pool, names, templates, wavesReplicas)
 	allowed := int(math.Floor(float64(bound) * 1.1))
 	t.Logf("one batch of all %d pods plans %d NodeClaims; allowed %d", wavesPods, bound, allowed)
 
@@ -329,7 +330,7 @@ func TestWavesAcrossALeaderChange(t *testing.T) {
 		switch {
 		case !ok:
 			t.Errorf("NodeClaim %s (planned for %d pods) was deleted before the workload ran", name, planned.Len())
-		case planned.Intersection(onNode[node]).Len() == 0:
+		case planned.Intersection(onNode[node]).Len() == 0 && !(plannedForMissing(planned, pods) && onNode[node].Len() > 0):
 			t.Errorf("NodeClaim %s (node %q) holds none of the %d pods it was planned for", name, node, planned.Len())
 		}
 	}
@@ -337,4 +338,15 @@ func TestWavesAcrossALeaderChange(t *testing.T) {
 	if len(record.planned) > allowed {
 		t.Errorf("%d NodeClaims, more than one batch's %d + 10 %% (%d)", len(record.planned), bound, allowed)
 	}
+}
+
+// plannedForMissing reports whether planned lists a UID of none of the workload's pods: a
+// replica its ReplicaSet had not created yet (planMissingReplicas). The pod that came for it
+// has another UID, and binds to the NodeClaim's node once initialized without being listed.
+func plannedForMissing(planned sets.Set[types.UID], pods []corev1.Pod) bool {
+	real := sets.New[types.UID]()
+	for _, pod := range pods {
+		real.Insert(pod.UID)
+	}
+	return planned.Difference(real).Len() > 0
 }

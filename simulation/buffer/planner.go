@@ -12,8 +12,7 @@ import (
 
 // Planner plans pending pods together with virtual pods (simulation/solver implements it).
 // The pending pods are planned first — real pods take buffer capacity first — then the
-// virtual pods, which unlike pending pods may land on registered nodes (kube-scheduler never
-// tried them). It returns the plan of both, and the virtual pods that fit registered,
+// virtual pods; both may land on registered nodes (a pending pod there goes to Plan.Retry). It returns the plan of both, and the virtual pods that fit registered,
 // initialized nodes: capacity that exists now, without a NodeClaim still on its way.
 type Planner interface {
 	PlanWithVirtual(ctx context.Context, pods, virtual []*corev1.Pod) (*simulation.Plan, sets.Set[types.UID], error)

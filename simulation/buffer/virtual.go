@@ -17,17 +17,15 @@ import (
 // grouping: any pod author can put it on a real pod, so it never decides what a pod is.
 const AnnotationKey = "joinery.dev/capacity-buffer"
 
-// IsVirtual reports whether pod is a buffer's virtual pod. The proof is its UID: a virtual
-// pod's is derived from its controlling CapacityBuffer's UID and its index (the suffix of its
-// name), while the API server assigns every real pod a random UID on create and ignores one
-// the client sets. So a real pod that copies the annotation, the owner reference and the name
-// is still real, and keeps its do-not-disrupt and PDB protections.
+// IsVirtual reports whether pod is a virtual pod: a buffer's, or a replica its workload has
+// not created yet (MissingReplicas). The proof is its UID: a virtual pod's is derived from its
+// controller's UID and its index (the suffix of its name), while the API server assigns every
+// real pod a random UID on create and ignores one the client sets. So a real pod that copies
+// the annotation, the owner reference and the name is still real, and keeps its
+// do-not-disrupt and PDB protections.
 func IsVirtual(pod *corev1.Pod) bool {
-	if _, ok := pod.Annotations[AnnotationKey]; !ok {
-		return false
-	}
 	owner := metav1.GetControllerOfNoCopy(pod)
-	if owner == nil || owner.Kind != "CapacityBuffer" || owner.APIVersion != autoscalingv1alpha1.SchemeGroupVersion.String() {
+	if owner == nil {
 		return false
 	}
 	i := strings.LastIndexByte(pod.Name, '-')
@@ -38,12 +36,22 @@ func IsVirtual(pod *corev1.Pod) bool {
 	if err != nil || index < 0 {
 		return false
 	}
-	return pod.UID == uid(owner.UID, index)
+	if isBufferRef(owner) {
+		_, ok := pod.Annotations[AnnotationKey]
+		return ok && pod.UID == uid(owner.UID, index)
+	}
+	_, ok := pod.Annotations[ReplicaAnnotationKey]
+	return ok && pod.UID == replicaUID(owner.UID, index)
 }
 
-// Of returns the buffer (namespace/name) a virtual pod belongs to, "" for a real pod.
+func isBufferRef(owner *metav1.OwnerReference) bool {
+	return owner.Kind == "CapacityBuffer" && owner.APIVersion == autoscalingv1alpha1.SchemeGroupVersion.String()
+}
+
+// Of returns the buffer (namespace/name) a virtual pod belongs to, "" for a real pod or a
+// missing replica.
 func Of(pod *corev1.Pod) string {
-	if !IsVirtual(pod) {
+	if !IsVirtual(pod) || !isBufferRef(metav1.GetControllerOfNoCopy(pod)) {
 		return ""
 	}
 	return pod.Annotations[AnnotationKey]
@@ -75,20 +83,26 @@ func VirtualPods(b *autoscalingv1alpha1.CapacityBuffer, template *corev1.PodTemp
 	key := b.Namespace + "/" + b.Name
 	pods := make([]*corev1.Pod, count)
 	for i := range pods {
-		pods[i] = &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{
-				Name:            fmt.Sprintf("capacitybuffer-%s-%d", b.Name, i),
-				Namespace:       b.Namespace,
-				UID:             uid(b.UID, i),
-				Labels:          labels,
-				Annotations:     map[string]string{AnnotationKey: key},
-				OwnerReferences: []metav1.OwnerReference{owner},
-			},
-			Spec:   *spec.DeepCopy(),
-			Status: corev1.PodStatus{Phase: corev1.PodPending},
-		}
+		pods[i] = virtualPod(fmt.Sprintf("capacitybuffer-%s-%d", b.Name, i), b.Namespace, uid(b.UID, i), labels,
+			map[string]string{AnnotationKey: key}, owner, &spec)
 	}
 	return pods
+}
+
+// virtualPod is one virtual pod: what VirtualPods and MissingReplicas share.
+func virtualPod(name, namespace string, uid types.UID, labels, annotations map[string]string, owner metav1.OwnerReference, spec *corev1.PodSpec) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            name,
+			Namespace:       namespace,
+			UID:             uid,
+			Labels:          labels,
+			Annotations:     annotations,
+			OwnerReferences: []metav1.OwnerReference{owner},
+		},
+		Spec:   *spec.DeepCopy(),
+		Status: corev1.PodStatus{Phase: corev1.PodPending},
+	}
 }
 
 // sanitize returns a copy of spec fit for a pod that is never created.
@@ -113,9 +127,14 @@ func sanitize(in corev1.PodSpec) corev1.PodSpec {
 	return spec
 }
 
-// uid derives a name-based (version 5 layout) UUID from the buffer's UID and a pod index.
+// uid derives a buffer's virtual pod UID from the buffer's UID and a pod index.
 func uid(buffer types.UID, index int) types.UID {
-	sum := sha1.Sum(fmt.Appendf(nil, "joinery.dev/capacity-buffer/%s/%d", buffer, index))
+	return derivedUID(fmt.Sprintf("joinery.dev/capacity-buffer/%s/%d", buffer, index))
+}
+
+// derivedUID is a name-based (version 5 layout) UUID of name.
+func derivedUID(name string) types.UID {
+	sum := sha1.Sum([]byte(name))
 	sum[6] = (sum[6] & 0x0f) | 0x50
 	sum[8] = (sum[8] & 0x3f) | 0x80
 	return types.UID(fmt.Sprintf("%x-%x-%x-%x-%x", sum[0:4], sum[4:6], sum[6:8], sum[8:10], sum[10:16]))

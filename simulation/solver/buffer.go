@@ -14,9 +14,9 @@ import (
 
 var _ buffer.Planner = (*Solver)(nil)
 
-// PlanWithVirtual plans pods as Plan does, then the CapacityBuffers' virtual pods on what is
-// left: first on registered nodes (existing capacity), then, as any pod, on NodeClaims still
-// launching and on new NodeClaims. It reports which virtual pods fit registered, initialized
+// PlanWithVirtual plans pods as Plan does, then the virtual pods on what is left: first on
+// registered nodes (existing capacity), then, as any pod, on NodeClaims still launching and
+// on new NodeClaims. It reports which virtual pods fit registered, initialized
 // nodes (Plan.InFlight names their NodeClaim, or the node when no NodeClaim owns it).
 func (s *Solver) PlanWithVirtual(ctx context.Context, pods, virtual []*corev1.Pod) (*simulation.Plan, sets.Set[types.UID], error) {
 	s.mu.Lock()
@@ -26,6 +26,9 @@ func (s *Solver) PlanWithVirtual(ctx context.Context, pods, virtual []*corev1.Po
 		return nil, nil, err
 	}
 	defer func() { _ = s.engine.Reset(nil, nil) }()
+	if err := r.retryOnRegisteredNodes(ctx); err != nil {
+		return nil, nil, err
+	}
 	place := func(pod *corev1.Pod) (bool, error) {
 		if err := ctx.Err(); err != nil {
 			return false, err
@@ -45,17 +48,11 @@ func (s *Solver) PlanWithVirtual(ctx context.Context, pods, virtual []*corev1.Po
 		plan, err := r.finish()
 		return plan, existing, err
 	}
-	// Nodes still initializing are in r.initializing already; what useRegisteredNodes adds
-	// is the capacity that is there now.
-	before := sets.KeySet(r.initializing)
-	if err := r.useRegisteredNodes(ctx); err != nil {
-		return nil, nil, err
-	}
+	// Nodes still initializing are in r.initializing too; r.registered is the capacity that
+	// is there now.
 	registered := sets.New[string]()
-	for node, owner := range r.initializing {
-		if !before.Has(node) {
-			registered.Insert(owner)
-		}
+	for node := range r.registered {
+		registered.Insert(r.initializing[node])
 	}
 	if err := inRounds(sortedPods(virtual), place); err != nil {
 		return nil, nil, err

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/simulation"
@@ -138,6 +139,9 @@ func (r *run) useRegisteredNodes(ctx context.Context) error {
 	if r.initializing == nil {
 		r.initializing = map[string]string{}
 	}
+	if r.registered == nil {
+		r.registered = sets.New[string]()
+	}
 	for _, n := range nodes {
 		if n.DeletionTimestamp != nil {
 			continue
@@ -150,6 +154,7 @@ func (r *run) useRegisteredNodes(ctx context.Context) error {
 			name = n.Name
 		}
 		r.initializing[n.Name] = name
+		r.registered.Insert(n.Name)
 		r.initializingNames = append(r.initializingNames, n.Name)
 	}
 	slices.Sort(r.initializingNames)

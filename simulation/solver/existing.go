@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/simulation/buffer"
 )
 
 // ephemeralTaints are put on a node while it registers and initializes and removed once it is
@@ -91,6 +92,19 @@ func (r *run) tryInitializing(ctx context.Context, pod *corev1.Pod) (bool, error
 	if s := r.engine.ScheduleChecked(ctx, pod, name); !s.IsSuccess() {
 		return false, s.AsError()
 	}
+	if r.retryPending && r.registered.Has(name) && !buffer.IsVirtual(pod) {
+		r.plan.Retry[pod.UID] = name
+		return true, nil
+	}
 	r.plan.InFlight[pod.UID] = r.initializing[name]
 	return true, nil
+}
+
+// retryOnRegisteredNodes lets the batch's pending pods take registered, initialized nodes
+// too (Plan.Retry). kube-scheduler tried each pod on them before PostFilter, but a node may
+// have finished initializing, or freed room, between that attempt and the batch: without
+// this, the batch would buy new capacity while such a node stood empty.
+func (r *run) retryOnRegisteredNodes(ctx context.Context) error {
+	r.retryPending = true
+	return r.useRegisteredNodes(ctx)
 }

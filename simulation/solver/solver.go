@@ -57,8 +57,9 @@ func New(ctx context.Context, opts Options) (*Solver, error) {
 	return &Solver{opts: opts, engine: engine, volumes: newVolumeTopology(opts.Framework.InformerFactory)}, nil
 }
 
-// Plan decides where pods go: onto NodeClaims still launching (Plan.InFlight), onto new
-// NodeClaims (Plan.NewNodeClaims), or nowhere (Plan.Unschedulable, with the reason).
+// Plan decides where pods go: back to kube-scheduler when a registered node takes them now
+// (Plan.Retry), onto NodeClaims still launching (Plan.InFlight), onto new NodeClaims
+// (Plan.NewNodeClaims), or nowhere (Plan.Unschedulable, with the reason).
 func (s *Solver) Plan(ctx context.Context, pods []*corev1.Pod) (*simulation.Plan, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -70,6 +71,9 @@ func (s *Solver) Plan(ctx context.Context, pods []*corev1.Pod) (*simulation.Plan
 		// Release the batch's state; the next Plan resets the snapshot anyway.
 		_ = s.engine.Reset(nil, nil)
 	}()
+	if err := r.retryOnRegisteredNodes(ctx); err != nil {
+		return nil, err
+	}
 	err = inRounds(sortedPods(pods), func(pod *corev1.Pod) (bool, error) {
 		if err := ctx.Err(); err != nil {
 			return false, err
@@ -143,6 +147,11 @@ type run struct {
 	// initializing maps nodes still initializing to their NodeClaims; pods go there first.
 	initializing      map[string]string
 	initializingNames []string
+	// registered are the registered, initialized nodes useRegisteredNodes added to initializing.
+	registered sets.Set[string]
+	// retryPending: a pending pod that fits a registered node goes to Plan.Retry (Plan,
+	// PlanWithVirtual); else to Plan.InFlight (PlanDisruption).
+	retryPending bool
 	// directBuf, namesBuf and relabelBuf are tryClaims' buffers, reused from pod to pod.
 	directBuf, relabelBuf []candidate
 	namesBuf              []string
@@ -217,6 +226,7 @@ func (s *Solver) newRun(ctx context.Context, pending []*corev1.Pod) (*run, error
 		initializing:     initializing,
 		plan: &simulation.Plan{
 			InFlight:      map[types.UID]string{},
+			Retry:         map[types.UID]string{},
 			Unschedulable: map[types.UID]string{},
 		},
 	}

@@ -400,6 +400,46 @@ func TestPlan(t *testing.T) {
 			}
 		},
 	}, {
+		// Issue 24: kube-scheduler tried the pods while the NodeClaim's Node was initializing;
+		// by the time the batch is planned the NodeClaim initialized. The pods go back to
+		// kube-scheduler for that Node (Plan.Retry), the one that does not fit beside them gets
+		// capacity of its own, and nothing is bought for the rest.
+		name: "pending pods that fit an initialized node now are retried there, not given capacity",
+		state: func() *StaticState {
+			initialized := inFlight.DeepCopy()
+			initialized.Status.NodeName = "node-ready"
+			initialized.Status.Conditions = []metav1.Condition{{Type: karpv1.ConditionTypeInitialized, Status: metav1.ConditionTrue}}
+			return &StaticState{
+				NodePoolList:  []*karpv1.NodePool{nodePool("default")},
+				NodeClaimList: []*karpv1.NodeClaim{initialized},
+				NodeList: []*corev1.Node{{
+					ObjectMeta: metav1.ObjectMeta{Name: "node-ready", Labels: map[string]string{
+						karpv1.NodePoolLabelKey: "default", corev1.LabelHostname: "node-ready", corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64",
+						corev1.LabelInstanceTypeStable: "m5.2xlarge", zone: "test-zone-a",
+					}},
+					Status: corev1.NodeStatus{
+						Allocatable: corev1.ResourceList{
+							corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("32Gi"), corev1.ResourcePods: resource.MustParse("58"),
+						},
+						Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+					},
+				}},
+			}
+		}(),
+		batch: pods(3, "web", "3", "1Gi"),
+		check: func(t *testing.T, plan *simulation.Plan) {
+			if len(plan.Retry) != 2 || plan.Retry["uid-web-0"] != "node-ready" {
+				t.Errorf("retry %v, want two pods on node-ready", plan.Retry)
+			}
+			if len(plan.InFlight) != 0 {
+				t.Errorf("in flight %v, want none", plan.InFlight)
+			}
+			wantClaims(t, plan, 1)
+			if got := podNames(plan.NewNodeClaims[0].Pods); len(got) != 1 {
+				t.Errorf("the new NodeClaim holds %v, want the one pod that does not fit", got)
+			}
+		},
+	}, {
 		name:  "minValues strict: unschedulable when too few families remain",
 		state: &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default", requiring("karpenter.k8s.aws/instance-family", corev1.NodeSelectorOpIn, new(3), "m5", "c5"))}},
 		batch: pods(1, "web", "1", "1Gi"),

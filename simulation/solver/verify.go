@@ -23,7 +23,7 @@ import (
 // and allocatable and added, with its daemons, to a fresh snapshot of the cluster in state;
 // then every planned pod, in the solver's order, must pass the real Filters of profile (with
 // outOfTree's plugins, those the binary registers) there and is scheduled (Reserve included). No pod may be planned twice. batch supplies the pods of
-// plan.InFlight. opts may leave Client and InformerFactory unset: an empty fake clientset
+// plan.InFlight and plan.Retry (replayed on their registered node). opts may leave Client and InformerFactory unset: an empty fake clientset
 // backs the plugins then.
 func VerifyPlan(ctx context.Context, plan *simulation.Plan, state ClusterState, its cloudprovider.InstanceTypes, profile *config.KubeSchedulerProfile, outOfTree frameworkruntime.Registry, batch []*corev1.Pod, opts simulation.FrameworkOptions) error {
 	nodes, err := state.Nodes(ctx)
@@ -129,6 +129,10 @@ func VerifyPlan(ctx context.Context, plan *simulation.Plan, state ClusterState, 
 			}
 		}
 		plan1(pod, node)
+	}
+	// A pod sent back to kube-scheduler goes to the registered node it fits.
+	for _, pod := range sortedPods(podsOf(plan.Retry, byUID)) {
+		plan1(pod, plan.Retry[pod.UID])
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)

@@ -72,10 +72,20 @@ profiles:
 // ends.
 func (e *env) startKubeScheduler(t *testing.T, ns string) {
 	t.Helper()
+	e.startKubeSchedulerWith(t, ns, nil)
+}
+
+// startKubeSchedulerWith is startKubeScheduler with plugin args besides the batch windows.
+func (e *env) startKubeSchedulerWith(t *testing.T, ns string, extra map[string]any) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ctx = klog.NewContext(ctx, klog.Background())
 
-	args, err := json.Marshal(map[string]any{"batchIdleDuration": "200ms", "batchMaxDuration": "2s"})
+	all := map[string]any{"batchIdleDuration": "200ms", "batchMaxDuration": "2s"}
+	for k, v := range extra {
+		all[k] = v
+	}
+	args, err := json.Marshal(all)
 	if err != nil {
 		t.Fatal(err)
 	}
