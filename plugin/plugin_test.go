@@ -85,6 +85,17 @@ func newTestPlugin(t *testing.T, withPlanner bool, pods ...*corev1.Pod) *testEnv
 	return newTrackedTestPlugin(t, withPlanner, nil, pods...)
 }
 
+// newPlanOfTwo is a plugin whose one plan put pod on NodeClaim default-a and sibling on
+// default-b.
+func newPlanOfTwo(t *testing.T) (env *testEnv, pod, sibling *corev1.Pod) {
+	t.Helper()
+	pod, sibling = testPod("ns", "pod"), testPod("ns", "sibling")
+	env = newTestPlugin(t, true, pod, sibling)
+	env.plugin.nominate(1, "default-a", []*corev1.Pod{pod})
+	env.plugin.nominate(1, "default-b", []*corev1.Pod{sibling})
+	return env, pod, sibling
+}
+
 // newTrackedTestPlugin is newTestPlugin with a readiness tracker (Options.Readiness).
 func newTrackedTestPlugin(t *testing.T, withPlanner bool, readiness *SyncTracker, pods ...*corev1.Pod) *testEnv {
 	t.Helper()
@@ -377,11 +388,8 @@ func TestPinnedPodRejectedByItsNode(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			pod, sibling := testPod("ns", "pod"), testPod("ns", "sibling")
-			env := newTestPlugin(t, true, pod, sibling)
+			env, pod, sibling := newPlanOfTwo(t)
 			p := env.plugin
-			p.nominate(1, "default-a", []*corev1.Pod{pod})
-			p.nominate(1, "default-b", []*corev1.Pod{sibling})
 			initialized := []metav1.Condition{{Type: karpv1.ConditionTypeInitialized, Status: metav1.ConditionTrue}}
 			p.observeNodeClaim(t.Context(), &karpv1.NodeClaim{
 				ObjectMeta: metav1.ObjectMeta{Name: "default-a"},
@@ -458,11 +466,8 @@ func TestPinStaleWithinItsCycle(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			pod, sibling := testPod("ns", "pod"), testPod("ns", "sibling")
-			env := newTestPlugin(t, true, pod, sibling)
+			env, pod, _ := newPlanOfTwo(t)
 			p := env.plugin
-			p.nominate(1, "default-a", []*corev1.Pod{pod})
-			p.nominate(1, "default-b", []*corev1.Pod{sibling})
 			p.observeNodeClaim(t.Context(), &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-a"}})
 			statuses := tc.stale(t, p, pod)
 			p.observeNodeClaim(t.Context(), &karpv1.NodeClaim{

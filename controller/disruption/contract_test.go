@@ -135,27 +135,8 @@ func TestLoopUsesOnlyTheContract(t *testing.T) {
 			c := newClient(t, objs...)
 			clk := clocktesting.NewFakeClock(epoch)
 			ctrl := New(c, c, events.NewFakeRecorder(100), clk, hidden, Options{ValidationDelay: 5 * time.Second, ConsolidationValidationDelay: 15 * time.Second})
-			done := make(chan bool, 1)
-			go func() {
-				started, err := ctrl.Step(context.Background())
-				if err != nil {
-					t.Error(err)
-				}
-				done <- started
-			}()
-			waitFor(t, clk.HasWaiters)
-			clk.Step(tt.delay - time.Millisecond)
-			if !clk.HasWaiters() {
-				t.Fatalf("validated before %v", tt.delay)
-			}
-			clk.Step(time.Millisecond)
-			select {
-			case started := <-done:
-				if !started {
-					t.Errorf("the %s command did not run", tt.wantMethod)
-				}
-			case <-time.After(time.Minute):
-				t.Fatalf("not validated %v after the command", tt.delay)
+			if !stepAcrossDelay(t, ctrl, clk, tt.delay) {
+				t.Errorf("the %s command did not run", tt.wantMethod)
 			}
 			if !strings.HasPrefix(cmd, tt.wantMethod+"/") {
 				t.Errorf("command %q, want one by %s", cmd, tt.wantMethod)

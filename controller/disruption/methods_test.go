@@ -129,29 +129,38 @@ func TestValidationDelayPerMethod(t *testing.T) {
 			c := newClient(t, objects(testNodePool("default"), pair(testNode("a", "default", tt.opts...)))...)
 			clk := clocktesting.NewFakeClock(epoch)
 			ctrl := New(c, c, events.NewFakeRecorder(10), clk, []Method{tt.method}, Options{ValidationDelay: 5 * time.Second, ConsolidationValidationDelay: 15 * time.Second})
-			done := make(chan bool, 1)
-			go func() {
-				started, err := ctrl.Step(context.Background())
-				if err != nil {
-					t.Error(err)
-				}
-				done <- started
-			}()
-			waitFor(t, clk.HasWaiters)
-			clk.Step(tt.delay - time.Millisecond)
-			if !clk.HasWaiters() {
-				t.Fatalf("validated before %v", tt.delay)
-			}
-			clk.Step(time.Millisecond)
-			select {
-			case started := <-done:
-				if !started {
-					t.Error("command dropped at validation, want it executed")
-				}
-			case <-time.After(30 * time.Second):
-				t.Fatalf("not validated %v after the command", tt.delay)
+			if !stepAcrossDelay(t, ctrl, clk, tt.delay) {
+				t.Error("command dropped at validation, want it executed")
 			}
 		})
+	}
+}
+
+// stepAcrossDelay runs one Step of ctrl and moves clk across delay, failing the test when the
+// step validates before the delay is up or not within a minute after; it returns whether the
+// step started a command.
+func stepAcrossDelay(t *testing.T, ctrl *Controller, clk *clocktesting.FakeClock, delay time.Duration) bool {
+	t.Helper()
+	done := make(chan bool, 1)
+	go func() {
+		started, err := ctrl.Step(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		done <- started
+	}()
+	waitFor(t, clk.HasWaiters)
+	clk.Step(delay - time.Millisecond)
+	if !clk.HasWaiters() {
+		t.Fatalf("validated before %v", delay)
+	}
+	clk.Step(time.Millisecond)
+	select {
+	case started := <-done:
+		return started
+	case <-time.After(time.Minute):
+		t.Fatalf("not validated %v after the command", delay)
+		return false
 	}
 }
 
