@@ -155,7 +155,7 @@ func (p *Plugin) pinnedNodeRejection(pod types.UID, statuses fwk.NodeToStatusRea
 	}
 	p.mu.Lock()
 	nodeClaim, ok := p.waits.nodeClaimFor(pod)
-	launch := p.launches[nodeClaim]
+	launch := p.launches.launched(nodeClaim)
 	p.mu.Unlock()
 	if !ok || launch.nodeName == "" {
 		return ""

@@ -630,12 +630,12 @@ func TestWritesObserved(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			env := newTestPlugin(t, true, a, b)
 			p := env.plugin
-			p.expectWritten("default-a", []types.UID{a.UID})
-			p.expectWritten("default-a", []types.UID{b.UID})
+			p.launches.expectWritten("default-a", []types.UID{a.UID})
+			p.launches.expectWritten("default-a", []types.UID{b.UID})
 			if tc.observed != nil {
 				p.observeNodeClaim(t.Context(), tc.observed)
 			}
-			if got := p.writesUnobserved() == 0; got != tc.wantObserved {
+			if got := p.launches.writesUnobserved() == 0; got != tc.wantObserved {
 				t.Errorf("writes observed = %v, want %v", got, tc.wantObserved)
 			}
 		})
@@ -644,7 +644,7 @@ func TestWritesObserved(t *testing.T) {
 	// awaitWritesObserved returns once the informer shows the write.
 	env := newTestPlugin(t, true, a)
 	p := env.plugin
-	p.expectWritten("default-a", []types.UID{a.UID})
+	p.launches.expectWritten("default-a", []types.UID{a.UID})
 	done := make(chan struct{})
 	go func() {
 		p.awaitWritesObserved(t.Context())
