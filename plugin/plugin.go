@@ -57,20 +57,17 @@ type Plugin struct {
 	// mu guards the pods' state: which pods need capacity (pending), which wait for which
 	// NodeClaim (waits), why the last plan refused a pod, the pods seen, and the quarantined.
 	// Admitting, reserving and forgetting a pod change several of these at once, and the
-	// holds with them, so they share this lock. Lock order: mu, then launches.mu; the
-	// tracker calls nothing outside itself while it holds its own.
+	// holds with them, so they share this lock. Lock order: mu, then holds.mu or
+	// launches.mu; the two books call nothing outside themselves while they hold their own.
 	mu            sync.Mutex
 	pending       *pendingSet
 	waits         *waitBook
 	unschedulable map[types.UID]string               // the latest plan's reason per pod
 	refs          map[types.UID]types.NamespacedName // unassigned pods seen, to activate them by UID
 	quarantined   map[types.UID]time.Time            // pods of a batch whose planning panicked, until when
-	plans         *planBook                          // which pods were planned together
-	held          map[types.UID]time.Time            // pods keeping a rejected pin (see holdPin), since when
-	// stuck are the held pods a Filter that counts pods rejected and that were not retried
-	// since (see planStillArriving).
-	stuck sets.Set[types.UID]
 
+	// holds keeps the pins their nodes rejected and the plans that decide how long (holds.go).
+	holds *holdBook
 	// launches follows the NodeClaims: their nodes, their planned-pods annotations and this
 	// process's writes to them (launches.go).
 	launches *launchTracker
@@ -131,9 +128,7 @@ func newPlugin(ctx context.Context, args ProvisionerArgs, profile string, deps d
 		unschedulable: map[types.UID]string{},
 		refs:          map[types.UID]types.NamespacedName{},
 		launches:      newLaunchTracker(),
-		plans:         newPlanBook(),
-		held:          map[types.UID]time.Time{},
-		stuck:         sets.New[types.UID](),
+		holds:         newHoldBook(),
 		quarantined:   map[types.UID]time.Time{},
 		times:         newPodTimes(),
 		ctx:           ctx,
@@ -206,10 +201,8 @@ func (p *Plugin) admit(ctx context.Context, pod *corev1.Pod, reasons, rejectedBy
 		// Its node is up and still rejects it for good: the capacity went to another pod, or
 		// the hold ran out. Plan again.
 		p.waits.forgetPod(pod.UID)
-		delete(p.held, pod.UID)
-		p.stuck.Delete(pod.UID)
-		retry = p.heldAffectedBy(pod.UID)
-		p.plans.forget(pod.UID)
+		retry = p.holds.unpin(pod.UID)
+		p.holds.leavePlan(pod.UID)
 	}
 	added := p.pending.add(pod, reasons, p.clock.Now())
 	if added {
@@ -254,11 +247,9 @@ func (p *Plugin) Reserve(_ context.Context, state fwk.CycleState, pod *corev1.Po
 	if nodeClaim, ok := p.waits.nodeClaimFor(pod.UID); ok {
 		r.nodeClaim = nodeClaim
 		p.waits.forgetPod(pod.UID)
-		delete(p.held, pod.UID)
-		p.stuck.Delete(pod.UID)
 		// A pod of a plan is placed: held pods of the plan may fit now, or their plan is
 		// complete and they are to be planned again.
-		retry = p.heldAffectedBy(pod.UID)
+		retry = p.holds.unpin(pod.UID)
 	}
 	if reason, ok := p.unschedulable[pod.UID]; ok {
 		r.unschedulable = &reason
@@ -305,13 +296,12 @@ func (p *Plugin) forget(ctx context.Context, uid types.UID) {
 	p.pending.remove(uid)
 	_, waited := p.waits.nodeClaimFor(uid)
 	p.waits.forgetPod(uid)
-	delete(p.held, uid)
-	p.stuck.Delete(uid)
 	var retry []types.UID
 	if waited {
-		retry = p.heldAffectedBy(uid)
+		// A pod that waited for nothing holds no pin.
+		retry = p.holds.unpin(uid)
 	}
-	p.plans.forget(uid)
+	p.holds.leavePlan(uid)
 	p.launches.dropClaim(uid)
 	delete(p.quarantined, uid)
 	delete(p.unschedulable, uid)

@@ -760,8 +760,8 @@ func TestHoldCountsPodsInFlightWhenPlanned(t *testing.T) {
 	p := env.plugin
 	postFilterMessage(t, p, pod)
 	postFilterMessage(t, p, earlier)
-	p.nominate(p.plans.begin(nil), "default-earlier", []*corev1.Pod{earlier})
-	p.nominate(p.plans.begin(sets.New(earlier.UID)), "default-a", []*corev1.Pod{pod})
+	p.nominate(p.holds.beginPlan(nil), "default-earlier", []*corev1.Pod{earlier})
+	p.nominate(p.holds.beginPlan(sets.New(earlier.UID)), "default-a", []*corev1.Pod{pod})
 	initialized := []metav1.Condition{{Type: karpv1.ConditionTypeInitialized, Status: metav1.ConditionTrue}}
 	p.observeNodeClaim(t.Context(), &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-a"}, Status: karpv1.NodeClaimStatus{NodeName: "node-a", Conditions: initialized}})
 	env.activator.reset()
@@ -965,8 +965,8 @@ func TestHoldCountsLaterPlansThatCountedIt(t *testing.T) {
 	p := env.plugin
 	p.observePod(t.Context(), earlier)
 	p.observePod(t.Context(), later)
-	p.nominate(p.plans.begin(nil), "default-earlier", []*corev1.Pod{earlier})
-	p.nominate(p.plans.begin(sets.New(earlier.UID)), "default-later", []*corev1.Pod{later})
+	p.nominate(p.holds.beginPlan(nil), "default-earlier", []*corev1.Pod{earlier})
+	p.nominate(p.holds.beginPlan(sets.New(earlier.UID)), "default-later", []*corev1.Pod{later})
 	p.observeNodeClaim(t.Context(), &karpv1.NodeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "default-earlier"},
 		Status:     karpv1.NodeClaimStatus{NodeName: "node-earlier", Conditions: []metav1.Condition{{Type: karpv1.ConditionTypeInitialized, Status: metav1.ConditionTrue}}},

@@ -46,7 +46,7 @@ func (p *Plugin) publish(ctx context.Context, batch []*corev1.Pod, plan *simulat
 	for uid := range p.waits.nodeClaimOf {
 		arriving.Insert(uid)
 	}
-	planID := p.plans.begin(arriving)
+	planID := p.holds.beginPlan(arriving)
 	p.mu.Unlock()
 
 	for _, claim := range plan.NewNodeClaims {
@@ -217,7 +217,7 @@ func (p *Plugin) nominate(plan uint64, nodeClaim string, pods []*corev1.Pod) {
 	p.mu.Lock()
 	for _, pod := range pods {
 		p.waits.assign(nodeClaim, pod.UID)
-		p.plans.add(plan, pod.UID)
+		p.holds.addToPlan(plan, pod.UID)
 		p.pending.remove(pod.UID)
 		delete(p.unschedulable, pod.UID)
 	}

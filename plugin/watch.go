@@ -170,12 +170,8 @@ func (p *Plugin) release(ctx context.Context, nodeClaim string) {
 	// Under p.mu with the waits: a pod seen meanwhile is not adopted by a claim just dropped.
 	p.launches.dropClaims(nodeClaim)
 	uids := p.waits.forgetNodeClaim(nodeClaim)
-	for _, uid := range uids {
-		delete(p.held, uid)
-		p.stuck.Delete(uid)
-	}
 	// Held pods of the same plans: one of their siblings will not arrive as planned.
-	retry := p.heldAffectedBy(uids...)
+	retry := p.holds.unpin(uids...)
 	p.mu.Unlock()
 	p.activate(ctx, nodeClaim, append(uids, retry...))
 }
