@@ -43,104 +43,6 @@ import (
 // placed elsewhere, which a plan still being realised changes.
 var podDependentFilters = sets.New(names.PodTopologySpread, names.InterPodAffinity)
 
-// planBook records which pods were planned together (one batch, one plan), so a pod held to
-// its node can tell whether the rest of its plan is still on its way. Plans are known only to
-// the process that made them; a pod whose wait was rebuilt from a NodeClaim's annotation (a
-// restart, another replica) belongs to no known plan and treats every waiting pod as its plan.
-// It is not safe for concurrent use.
-type planBook struct {
-	next   uint64
-	planOf map[types.UID]uint64
-	podsOf map[uint64]sets.Set[types.UID]
-	// inFlight are, per plan, the pods that waited for other NodeClaims when it was made: the
-	// solver counted them where they were planned (zones, hostnames), so the plan relies on
-	// them arriving as much as on its own pods.
-	inFlight map[uint64]sets.Set[types.UID]
-	// later are, per plan, the plans made afterwards that counted its pods in flight: a pod
-	// of the earlier plan relies on their pods as much (a zone one of them fills is a zone
-	// the earlier pod's spread waits for), so the relation is kept both ways.
-	later map[uint64]sets.Set[uint64]
-}
-
-func newPlanBook() *planBook {
-	return &planBook{
-		planOf: map[types.UID]uint64{}, podsOf: map[uint64]sets.Set[types.UID]{},
-		inFlight: map[uint64]sets.Set[types.UID]{}, later: map[uint64]sets.Set[uint64]{},
-	}
-}
-
-// begin returns the id of a new plan made while the pods in inFlight waited for NodeClaims.
-func (b *planBook) begin(inFlight sets.Set[types.UID]) uint64 {
-	b.next++
-	if inFlight.Len() > 0 {
-		b.inFlight[b.next] = inFlight
-	}
-	for uid := range inFlight {
-		earlier, ok := b.planOf[uid]
-		if !ok {
-			continue
-		}
-		if b.later[earlier] == nil {
-			b.later[earlier] = sets.New[uint64]()
-		}
-		b.later[earlier].Insert(b.next)
-	}
-	return b.next
-}
-
-// add records that pods belong to plan; a pod belongs to its latest plan only.
-func (b *planBook) add(plan uint64, pods ...types.UID) {
-	for _, uid := range pods {
-		b.forget(uid)
-		b.planOf[uid] = plan
-		if b.podsOf[plan] == nil {
-			b.podsOf[plan] = sets.New[types.UID]()
-		}
-		b.podsOf[plan].Insert(uid)
-	}
-}
-
-// siblings returns the other pods of uid's plan, and whether its plan is known.
-func (b *planBook) siblings(uid types.UID) ([]types.UID, bool) {
-	plan, ok := b.planOf[uid]
-	if !ok {
-		return nil, false
-	}
-	out := make([]types.UID, 0, b.podsOf[plan].Len()+b.inFlight[plan].Len())
-	for other := range b.podsOf[plan] {
-		if other != uid {
-			out = append(out, other)
-		}
-	}
-	for other := range b.inFlight[plan] {
-		if other != uid {
-			out = append(out, other)
-		}
-	}
-	for later := range b.later[plan] {
-		for other := range b.podsOf[later] {
-			if other != uid {
-				out = append(out, other)
-			}
-		}
-	}
-	return out, true
-}
-
-func (b *planBook) forget(uid types.UID) {
-	plan, ok := b.planOf[uid]
-	if !ok {
-		return
-	}
-	delete(b.planOf, uid)
-	b.podsOf[plan].Delete(uid)
-	if b.podsOf[plan].Len() == 0 {
-		delete(b.podsOf, plan)
-		delete(b.inFlight, plan)
-		delete(b.later, plan)
-	}
-}
-
 // rejectedElsewhere stands for the rejection of a pod this scheduler does not schedule (another
 // scheduler marked it Unschedulable): nothing says which rule, so it is taken as final.
 const rejectedElsewhere = "another scheduler"
@@ -155,7 +57,7 @@ func (p *Plugin) pinnedNodeRejection(pod types.UID, statuses fwk.NodeToStatusRea
 	}
 	p.mu.Lock()
 	nodeClaim, ok := p.waits.nodeClaimFor(pod)
-	launch := p.launches[nodeClaim]
+	launch := p.launches.launched(nodeClaim)
 	p.mu.Unlock()
 	if !ok || launch.nodeName == "" {
 		return ""
@@ -206,26 +108,19 @@ func (p *Plugin) holdPin(ctx context.Context, uid types.UID, nodeClaim, rejected
 	switch {
 	case rejectedBy == "":
 		// Not rejected: the node is not in the scheduler's snapshot yet.
-		p.stuck.Delete(uid)
+		p.holds.unstick(uid)
 	case !podDependentFilters.Has(rejectedBy):
 		klog.FromContext(ctx).V(2).Info("pod's node rejects it for good; planning it again",
 			"pod", p.refs[uid], "NodeClaim", klog.KRef("", nodeClaim), "rejectedBy", rejectedBy)
 		return ""
-	default:
-		// Rejected with the plan as far as it got: until another of its pods is placed (and
-		// this one is retried), it cannot move the rest of its plan on.
-		p.stuck.Insert(uid)
-		if !p.planStillArriving(uid) {
-			klog.FromContext(ctx).V(2).Info("no other pod of the plan can still move it on; planning the pod again",
-				"pod", p.refs[uid], "NodeClaim", klog.KRef("", nodeClaim), "rejectedBy", rejectedBy)
-			return ""
-		}
+	case !p.holds.rejectedWithPlan(uid, p.waits):
+		klog.FromContext(ctx).V(2).Info("no other pod of the plan can still move it on; planning the pod again",
+			"pod", p.refs[uid], "NodeClaim", klog.KRef("", nodeClaim), "rejectedBy", rejectedBy)
+		return ""
 	}
 	now := p.clock.Now()
-	since, ok := p.held[uid]
-	if !ok {
-		since = now
-		p.held[uid] = now
+	since, began := p.holds.hold(uid, now)
+	if began {
 		// Retry the pod when the hold runs out, so it is planned again even if nothing else
 		// in the cluster moves.
 		p.clock.AfterFunc(p.args.PlanHoldDuration.Duration, func() { p.activateUIDs(ctx, uid) })
@@ -238,50 +133,6 @@ func (p *Plugin) holdPin(ctx context.Context, uid types.UID, nodeClaim, rejected
 		return ""
 	}
 	return heldMessage(nodeClaim, rejectedBy)
-}
-
-// planStillArriving reports whether another pod of uid's plan still waits for its NodeClaim
-// and may still be placed: placing it may change what the Filters that count pods say. A held
-// pod is not stuck for good: it is retried whenever a pod of its plan is placed, and one whose
-// retry is still queued (behind this pod's) may well fit now. Only pods rejected since their
-// last retry cannot move the plan on; when every waiting pod of the plan is such a pod, the
-// plan cannot be completed as it stands. (Counting every held pod as stuck released whole
-// plans at once: the first of a round of retries saw all the others held.) Callers hold p.mu.
-func (p *Plugin) planStillArriving(uid types.UID) bool {
-	siblings, known := p.plans.siblings(uid)
-	if !known {
-		siblings = make([]types.UID, 0, len(p.waits.nodeClaimOf))
-		for other := range p.waits.nodeClaimOf {
-			if other != uid {
-				siblings = append(siblings, other)
-			}
-		}
-	}
-	return slices.ContainsFunc(siblings, func(other types.UID) bool {
-		_, waiting := p.waits.nodeClaimFor(other)
-		return waiting && !p.stuck.Has(other)
-	})
-}
-
-// heldAffectedBy returns the held pods whose decision may change now that the pods in uids
-// stopped waiting (placed, released or planned again). Callers hold p.mu.
-func (p *Plugin) heldAffectedBy(uids ...types.UID) []types.UID {
-	if len(p.held) == 0 || len(uids) == 0 {
-		return nil
-	}
-	gone := sets.New(uids...)
-	var out []types.UID
-	for held := range p.held {
-		siblings, known := p.plans.siblings(held)
-		// A pod of no known plan counts every waiting pod as its plan.
-		if !known || slices.ContainsFunc(siblings, gone.Has) {
-			out = append(out, held)
-			// Retried by the caller: it may fit now.
-			p.stuck.Delete(held)
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 // activateUIDs moves the unassigned pods among uids to the active queue.

@@ -10,14 +10,6 @@ import (
 
 var _ fwk.PreFilterPlugin = &Plugin{}
 
-// launchState is what the plugin knows of a NodeClaim its pods wait for.
-type launchState struct {
-	nodeName    string // the registered node, once there is one
-	providerID  string // the launched instance, once there is one
-	initialized bool
-	taints      []corev1.Taint // the NodeClaim's own taints, which its node keeps
-}
-
 // PreFilter holds a pod that waits for a NodeClaim to that NodeClaim's node. kube-scheduler
 // would otherwise bind it to whichever new node became ready first — often one planned for
 // another pod, which then finds its own node taken and buys more capacity while the node
@@ -30,11 +22,11 @@ func (p *Plugin) PreFilter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod,
 	if !ok {
 		return nil, nil
 	}
-	state := p.launches[nodeClaim]
-	if state.nodeName == "" {
+	node := p.launches.nodeOf(nodeClaim)
+	if node == "" {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, waitingMessage(nodeClaim))
 	}
-	return &fwk.PreFilterResult{NodeNames: sets.New(state.nodeName)}, nil
+	return &fwk.PreFilterResult{NodeNames: sets.New(node)}, nil
 }
 
 // PreFilterExtensions implements fwk.PreFilterPlugin; the pin does not depend on other pods.
@@ -51,7 +43,7 @@ var _ fwk.FilterPlugin = &Plugin{}
 func (p *Plugin) Filter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
 	p.mu.Lock()
 	nodeClaim, ok := p.waits.nodeClaimFor(pod.UID)
-	node := p.launches[nodeClaim].nodeName
+	node := p.launches.nodeOf(nodeClaim)
 	p.mu.Unlock()
 	if !ok {
 		return p.filterPromised(pod, nodeInfo)

@@ -54,24 +54,23 @@ type Plugin struct {
 	times   *podTimes
 	batches uint64
 
+	// mu guards the pods' state: which pods need capacity (pending), which wait for which
+	// NodeClaim (waits), why the last plan refused a pod, the pods seen, and the quarantined.
+	// Admitting, reserving and forgetting a pod change several of these at once, and the
+	// holds with them, so they share this lock. Lock order: mu, then holds.mu or
+	// launches.mu; the two books call nothing outside themselves while they hold their own.
 	mu            sync.Mutex
 	pending       *pendingSet
 	waits         *waitBook
 	unschedulable map[types.UID]string               // the latest plan's reason per pod
 	refs          map[types.UID]types.NamespacedName // unassigned pods seen, to activate them by UID
-	launches      map[string]launchState             // NodeClaims by name: their node, once known
-	// nodeClaimOf finds a NodeClaim by its node's name and by its provider ID: the node can
-	// become schedulable (its unregistered taint lifted) before the NodeClaim names it.
-	nodeClaimOfNode, nodeClaimOfProvider map[string]string
-	plans                                *planBook               // which pods were planned together
-	held                                 map[types.UID]time.Time // pods keeping a rejected pin (see holdPin), since when
-	// stuck are the held pods a Filter that counts pods rejected and that were not retried
-	// since (see planStillArriving).
-	stuck       sets.Set[types.UID]
-	written     map[string]sets.Set[types.UID] // NodeClaim writes the informer does not show yet
-	observed    map[string]sets.Set[types.UID] // planned-pods entries the informer showed last, by NodeClaim
-	claimedBy   map[types.UID]string           // planned-pods annotation entries of launching NodeClaims
-	quarantined map[types.UID]time.Time        // pods of a batch whose planning panicked, until when
+	quarantined   map[types.UID]time.Time            // pods of a batch whose planning panicked, until when
+
+	// holds keeps the pins their nodes rejected and the plans that decide how long (holds.go).
+	holds *holdBook
+	// launches follows the NodeClaims: their nodes, their planned-pods annotations and this
+	// process's writes to them (launches.go).
+	launches *launchTracker
 
 	// buffers reads CapacityBuffers (gate CapacityBuffer); nil with the gate off.
 	buffers *bufferSource
@@ -109,37 +108,30 @@ func newPlugin(ctx context.Context, args ProvisionerArgs, profile string, deps d
 		deps.clock = clock.RealClock{}
 	}
 	p := &Plugin{
-		args:                args,
-		profile:             profile,
-		names:               sets.New(args.SchedulerNames...),
-		clock:               deps.clock,
-		pods:                deps.pods,
-		nodeInfos:           deps.nodeInfos,
-		activator:           deps.activator,
-		nominator:           deps.nominator,
-		recorder:            deps.recorder,
-		client:              deps.client,
-		planner:             deps.planner,
-		leader:              deps.leader,
-		replicaSets:         deps.replicaSets,
-		synced:              func() {},
-		batcher:             NewBatcher(deps.clock, args.BatchIdleDuration.Duration, args.BatchMaxDuration.Duration),
-		pending:             newPendingSet(),
-		waits:               newWaitBook(),
-		unschedulable:       map[types.UID]string{},
-		refs:                map[types.UID]types.NamespacedName{},
-		launches:            map[string]launchState{},
-		nodeClaimOfNode:     map[string]string{},
-		nodeClaimOfProvider: map[string]string{},
-		plans:               newPlanBook(),
-		held:                map[types.UID]time.Time{},
-		stuck:               sets.New[types.UID](),
-		written:             map[string]sets.Set[types.UID]{},
-		observed:            map[string]sets.Set[types.UID]{},
-		claimedBy:           map[types.UID]string{},
-		quarantined:         map[types.UID]time.Time{},
-		times:               newPodTimes(),
-		ctx:                 ctx,
+		args:          args,
+		profile:       profile,
+		names:         sets.New(args.SchedulerNames...),
+		clock:         deps.clock,
+		pods:          deps.pods,
+		nodeInfos:     deps.nodeInfos,
+		activator:     deps.activator,
+		nominator:     deps.nominator,
+		recorder:      deps.recorder,
+		client:        deps.client,
+		planner:       deps.planner,
+		leader:        deps.leader,
+		replicaSets:   deps.replicaSets,
+		synced:        func() {},
+		batcher:       NewBatcher(deps.clock, args.BatchIdleDuration.Duration, args.BatchMaxDuration.Duration),
+		pending:       newPendingSet(),
+		waits:         newWaitBook(),
+		unschedulable: map[types.UID]string{},
+		refs:          map[types.UID]types.NamespacedName{},
+		launches:      newLaunchTracker(),
+		holds:         newHoldBook(),
+		quarantined:   map[types.UID]time.Time{},
+		times:         newPodTimes(),
+		ctx:           ctx,
 	}
 	if deps.planner != nil {
 		// Only a plugin that provisions syncs caches the batch loop waits for.
@@ -181,7 +173,7 @@ func (p *Plugin) nomination(pod *corev1.Pod) *fwk.PostFilterResult {
 	defer p.mu.Unlock()
 	node := ""
 	if nodeClaim, ok := p.waits.nodeClaimFor(pod.UID); ok {
-		node = p.launches[nodeClaim].nodeName
+		node = p.launches.nodeOf(nodeClaim)
 	}
 	if node == "" && pod.Status.NominatedNodeName == "" {
 		return nil
@@ -200,7 +192,7 @@ func (p *Plugin) admit(ctx context.Context, pod *corev1.Pod, reasons, rejectedBy
 	p.adoptClaim(pod.UID)
 	var retry []types.UID
 	if nodeClaim, ok := p.waits.nodeClaimFor(pod.UID); ok {
-		if !p.launches[nodeClaim].initialized {
+		if !p.launches.launched(nodeClaim).initialized {
 			return waitingMessage(nodeClaim), nil
 		}
 		if msg := p.holdPin(ctx, pod.UID, nodeClaim, rejectedBy); msg != "" {
@@ -209,10 +201,8 @@ func (p *Plugin) admit(ctx context.Context, pod *corev1.Pod, reasons, rejectedBy
 		// Its node is up and still rejects it for good: the capacity went to another pod, or
 		// the hold ran out. Plan again.
 		p.waits.forgetPod(pod.UID)
-		delete(p.held, pod.UID)
-		p.stuck.Delete(pod.UID)
-		retry = p.heldAffectedBy(pod.UID)
-		p.plans.forget(pod.UID)
+		retry = p.holds.unpin(pod.UID)
+		p.holds.leavePlan(pod.UID)
 	}
 	added := p.pending.add(pod, reasons, p.clock.Now())
 	if added {
@@ -257,11 +247,9 @@ func (p *Plugin) Reserve(_ context.Context, state fwk.CycleState, pod *corev1.Po
 	if nodeClaim, ok := p.waits.nodeClaimFor(pod.UID); ok {
 		r.nodeClaim = nodeClaim
 		p.waits.forgetPod(pod.UID)
-		delete(p.held, pod.UID)
-		p.stuck.Delete(pod.UID)
 		// A pod of a plan is placed: held pods of the plan may fit now, or their plan is
 		// complete and they are to be planned again.
-		retry = p.heldAffectedBy(pod.UID)
+		retry = p.holds.unpin(pod.UID)
 	}
 	if reason, ok := p.unschedulable[pod.UID]; ok {
 		r.unschedulable = &reason
@@ -308,14 +296,13 @@ func (p *Plugin) forget(ctx context.Context, uid types.UID) {
 	p.pending.remove(uid)
 	_, waited := p.waits.nodeClaimFor(uid)
 	p.waits.forgetPod(uid)
-	delete(p.held, uid)
-	p.stuck.Delete(uid)
 	var retry []types.UID
 	if waited {
-		retry = p.heldAffectedBy(uid)
+		// A pod that waited for nothing holds no pin.
+		retry = p.holds.unpin(uid)
 	}
-	p.plans.forget(uid)
-	delete(p.claimedBy, uid)
+	p.holds.leavePlan(uid)
+	p.launches.dropClaim(uid)
 	delete(p.quarantined, uid)
 	delete(p.unschedulable, uid)
 	delete(p.refs, uid)

@@ -630,12 +630,12 @@ func TestWritesObserved(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			env := newTestPlugin(t, true, a, b)
 			p := env.plugin
-			p.expectWritten("default-a", []types.UID{a.UID})
-			p.expectWritten("default-a", []types.UID{b.UID})
+			p.launches.expectWritten("default-a", []types.UID{a.UID})
+			p.launches.expectWritten("default-a", []types.UID{b.UID})
 			if tc.observed != nil {
 				p.observeNodeClaim(t.Context(), tc.observed)
 			}
-			if got := p.writesUnobserved() == 0; got != tc.wantObserved {
+			if got := p.launches.writesUnobserved() == 0; got != tc.wantObserved {
 				t.Errorf("writes observed = %v, want %v", got, tc.wantObserved)
 			}
 		})
@@ -644,7 +644,7 @@ func TestWritesObserved(t *testing.T) {
 	// awaitWritesObserved returns once the informer shows the write.
 	env := newTestPlugin(t, true, a)
 	p := env.plugin
-	p.expectWritten("default-a", []types.UID{a.UID})
+	p.launches.expectWritten("default-a", []types.UID{a.UID})
 	done := make(chan struct{})
 	go func() {
 		p.awaitWritesObserved(t.Context())
@@ -760,8 +760,8 @@ func TestHoldCountsPodsInFlightWhenPlanned(t *testing.T) {
 	p := env.plugin
 	postFilterMessage(t, p, pod)
 	postFilterMessage(t, p, earlier)
-	p.nominate(p.plans.begin(nil), "default-earlier", []*corev1.Pod{earlier})
-	p.nominate(p.plans.begin(sets.New(earlier.UID)), "default-a", []*corev1.Pod{pod})
+	p.nominate(p.holds.beginPlan(nil), "default-earlier", []*corev1.Pod{earlier})
+	p.nominate(p.holds.beginPlan(sets.New(earlier.UID)), "default-a", []*corev1.Pod{pod})
 	initialized := []metav1.Condition{{Type: karpv1.ConditionTypeInitialized, Status: metav1.ConditionTrue}}
 	p.observeNodeClaim(t.Context(), &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-a"}, Status: karpv1.NodeClaimStatus{NodeName: "node-a", Conditions: initialized}})
 	env.activator.reset()
@@ -965,8 +965,8 @@ func TestHoldCountsLaterPlansThatCountedIt(t *testing.T) {
 	p := env.plugin
 	p.observePod(t.Context(), earlier)
 	p.observePod(t.Context(), later)
-	p.nominate(p.plans.begin(nil), "default-earlier", []*corev1.Pod{earlier})
-	p.nominate(p.plans.begin(sets.New(earlier.UID)), "default-later", []*corev1.Pod{later})
+	p.nominate(p.holds.beginPlan(nil), "default-earlier", []*corev1.Pod{earlier})
+	p.nominate(p.holds.beginPlan(sets.New(earlier.UID)), "default-later", []*corev1.Pod{later})
 	p.observeNodeClaim(t.Context(), &karpv1.NodeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "default-earlier"},
 		Status:     karpv1.NodeClaimStatus{NodeName: "node-earlier", Conditions: []metav1.Condition{{Type: karpv1.ConditionTypeInitialized, Status: metav1.ConditionTrue}}},

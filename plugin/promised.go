@@ -25,19 +25,11 @@ import (
 // carries is one domain). What else the other pod needs is the remaining Filters' call; a
 // pod that fits nowhere is planned by the solver, which sees the promised pods as well.
 
-// promisedTo returns the NodeClaim whose node is node and the pods, other than except, that
-// wait for it; "" when no pod waits for node. The node is known by the name the NodeClaim
-// records, or before that by its provider ID or a name equal to the NodeClaim's (the
-// scheduler may see it schedulable before the NodeClaim names it).
+// promisedTo returns the NodeClaim whose node is node (launchTracker.nodeClaimOf) and the
+// pods, other than except, that wait for it; "" when no pod waits for node.
 func (p *Plugin) promisedTo(node *corev1.Node, except types.UID) (string, []*corev1.Pod) {
 	p.mu.Lock()
-	nodeClaim, ok := p.nodeClaimOfNode[node.Name]
-	if !ok && node.Spec.ProviderID != "" {
-		nodeClaim, ok = p.nodeClaimOfProvider[node.Spec.ProviderID]
-	}
-	if _, launching := p.launches[node.Name]; !ok && launching {
-		nodeClaim = node.Name
-	}
+	nodeClaim := p.launches.nodeClaimOf(node)
 	var refs []types.NamespacedName
 	for _, uid := range p.waits.podsWaitingFor(nodeClaim) {
 		if ref, ok := p.refs[uid]; ok && uid != except {

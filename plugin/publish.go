@@ -46,7 +46,7 @@ func (p *Plugin) publish(ctx context.Context, batch []*corev1.Pod, plan *simulat
 	for uid := range p.waits.nodeClaimOf {
 		arriving.Insert(uid)
 	}
-	planID := p.plans.begin(arriving)
+	planID := p.holds.beginPlan(arriving)
 	p.mu.Unlock()
 
 	for _, claim := range plan.NewNodeClaims {
@@ -62,7 +62,7 @@ func (p *Plugin) publish(ctx context.Context, batch []*corev1.Pod, plan *simulat
 			logger.Error(err, "creating nodeclaim failed; its pods stay pending", "NodePool", klog.KRef("", claim.NodeClaim.Labels[karpv1.NodePoolLabelKey]), "pods", len(pods), "bufferPods", len(virtual))
 			continue
 		}
-		p.expectWritten(created.Name, uids(all))
+		p.launches.expectWritten(created.Name, uids(all))
 		_, relaxed := created.Annotations[karpv1.NodeClaimMinValuesRelaxedAnnotationKey]
 		nodeClaimsCreated.WithLabelValues("provisioned", created.Labels[karpv1.NodePoolLabelKey], strconv.FormatBool(relaxed)).Inc()
 		p.times.decided(uids(pods), p.clock.Now())
@@ -101,7 +101,7 @@ func (p *Plugin) publish(ctx context.Context, batch []*corev1.Pod, plan *simulat
 			logger.Error(err, "recording pods on an in-flight nodeclaim failed; they stay pending", "NodeClaim", klog.KRef("", name), "pods", len(pods))
 			continue
 		}
-		p.expectWritten(name, uids(pods))
+		p.launches.expectWritten(name, uids(pods))
 		p.times.decided(uids(pods), p.clock.Now())
 		logger.V(1).Info("planned pod(s) onto in-flight nodeclaim", "NodeClaim", klog.KRef("", name), "pods", len(pods))
 		p.nominate(planID, name, pods)
@@ -217,7 +217,7 @@ func (p *Plugin) nominate(plan uint64, nodeClaim string, pods []*corev1.Pod) {
 	p.mu.Lock()
 	for _, pod := range pods {
 		p.waits.assign(nodeClaim, pod.UID)
-		p.plans.add(plan, pod.UID)
+		p.holds.addToPlan(plan, pod.UID)
 		p.pending.remove(pod.UID)
 		delete(p.unschedulable, pod.UID)
 	}

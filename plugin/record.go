@@ -44,7 +44,7 @@ var plannedPodsRestored = metrics.NewCounterVec(&metrics.CounterOpts{
 // annotationLoss returns the pods waiting for nc that its planned-pods annotation lacks, and
 // whether it holds entries that are no UID. Callers hold p.mu.
 func (p *Plugin) annotationLoss(nc *karpv1.NodeClaim, planned []types.UID) (missing []types.UID, corrupt bool) {
-	if _, unobserved := p.written[nc.Name]; unobserved {
+	if p.launches.writeUnobserved(nc.Name) {
 		return nil, false // our own write is on its way: the informer's copy is older
 	}
 	listed := sets.New(planned...)
@@ -128,7 +128,7 @@ func (p *Plugin) restorePlannedPods(ctx context.Context, name string, missing []
 	if restored == nil {
 		return
 	}
-	p.expectWritten(name, missing)
+	p.launches.expectWritten(name, missing)
 	plannedPodsRestored.WithLabelValues(p.profile, cause).Inc()
 	logger.Info("restored a nodeclaim's planned-pods annotation from the scheduler's record", "NodeClaim", klog.KRef("", name), "cause", cause, "restored", len(missing))
 	if p.recorder != nil {

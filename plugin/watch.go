@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -103,18 +102,7 @@ func (p *Plugin) nodeClaimHandler(ctx context.Context) cache.ResourceEventHandle
 				obj = tombstone.Obj
 			}
 			if nc, ok := obj.(*karpv1.NodeClaim); ok {
-				p.mu.Lock()
-				launch := p.launches[nc.Name]
-				if p.nodeClaimOfNode[launch.nodeName] == nc.Name {
-					delete(p.nodeClaimOfNode, launch.nodeName)
-				}
-				if p.nodeClaimOfProvider[launch.providerID] == nc.Name {
-					delete(p.nodeClaimOfProvider, launch.providerID)
-				}
-				delete(p.launches, nc.Name)
-				delete(p.written, nc.Name)
-				delete(p.observed, nc.Name)
-				p.mu.Unlock()
+				p.launches.deleted(nc.Name)
 				p.release(ctx, nc.Name)
 			}
 		},
@@ -126,29 +114,17 @@ func (p *Plugin) observeNodeClaim(ctx context.Context, obj any) {
 	if !ok {
 		return
 	}
-	p.writeObserved(nc)
+	p.launches.observeWrites(nc)
 	if nc.DeletionTimestamp != nil {
 		p.release(ctx, nc.Name)
 		return
 	}
-	initialized := meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeInitialized)
-	p.mu.Lock()
-	before := p.launches[nc.Name]
-	p.launches[nc.Name] = launchState{nodeName: nc.Status.NodeName, providerID: nc.Status.ProviderID, initialized: initialized, taints: nc.Spec.Taints}
-	if nc.Status.NodeName != "" {
-		p.nodeClaimOfNode[nc.Status.NodeName] = nc.Name
+	before, launch := p.launches.observe(nc)
+	if launch.nodeName != "" && before.nodeName != launch.nodeName {
+		p.nominateToNode(ctx, launch.nodeName, p.waitingFor(nc.Name))
 	}
-	if nc.Status.ProviderID != "" {
-		p.nodeClaimOfProvider[nc.Status.ProviderID] = nc.Name
-	}
-	p.mu.Unlock()
-	if nc.Status.NodeName != "" && before.nodeName != nc.Status.NodeName {
-		p.nominateToNode(ctx, nc.Status.NodeName, p.waitingFor(nc.Name))
-	}
-	if initialized {
-		p.mu.Lock()
-		p.dropClaims(nc.Name)
-		p.mu.Unlock()
+	if launch.initialized {
+		p.launches.dropClaims(nc.Name)
 		// The pods keep waiting, held to this node by PreFilter: retry them now.
 		if !before.initialized {
 			p.activate(ctx, nc.Name, p.waitingFor(nc.Name))
@@ -157,8 +133,8 @@ func (p *Plugin) observeNodeClaim(ctx context.Context, obj any) {
 	}
 	planned := simulation.PlannedPods(nc)
 	p.mu.Lock()
+	p.launches.claim(nc.Name, planned)
 	for _, uid := range planned {
-		p.claimedBy[uid] = nc.Name
 		p.adoptClaim(uid)
 	}
 	missing, corrupt := p.annotationLoss(nc, planned)
@@ -174,7 +150,7 @@ func (p *Plugin) observeNodeClaim(ctx context.Context, obj any) {
 // anyone able to patch a NodeClaim could otherwise hold arbitrary pods back. A pod seen after
 // the NodeClaim is adopted when it is seen. Callers hold p.mu.
 func (p *Plugin) adoptClaim(uid types.UID) {
-	nodeClaim, claimed := p.claimedBy[uid]
+	nodeClaim, claimed := p.launches.claimOf(uid)
 	if !claimed {
 		return
 	}
@@ -188,27 +164,14 @@ func (p *Plugin) adoptClaim(uid types.UID) {
 	p.pending.remove(uid)
 }
 
-// dropClaims forgets the annotation entries of nodeClaim (it is gone or no longer launching).
-// Callers hold p.mu.
-func (p *Plugin) dropClaims(nodeClaim string) {
-	for uid, name := range p.claimedBy {
-		if name == nodeClaim {
-			delete(p.claimedBy, uid)
-		}
-	}
-}
-
 // release ends the waits for nodeClaim and moves the pods that waited to the active queue.
 func (p *Plugin) release(ctx context.Context, nodeClaim string) {
 	p.mu.Lock()
-	p.dropClaims(nodeClaim)
+	// Under p.mu with the waits: a pod seen meanwhile is not adopted by a claim just dropped.
+	p.launches.dropClaims(nodeClaim)
 	uids := p.waits.forgetNodeClaim(nodeClaim)
-	for _, uid := range uids {
-		delete(p.held, uid)
-		p.stuck.Delete(uid)
-	}
 	// Held pods of the same plans: one of their siblings will not arrive as planned.
-	retry := p.heldAffectedBy(uids...)
+	retry := p.holds.unpin(uids...)
 	p.mu.Unlock()
 	p.activate(ctx, nodeClaim, append(uids, retry...))
 }
@@ -256,43 +219,6 @@ func launching(nc *karpv1.NodeClaim) bool {
 	return nc.DeletionTimestamp == nil && !meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeInitialized)
 }
 
-// expectWritten records that this process wrote pods into nodeClaim's planned-pods annotation
-// (creating it, or adding to it); until the informer shows the write, the next batch waits.
-func (p *Plugin) expectWritten(nodeClaim string, pods []types.UID) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.observed[nodeClaim].HasAll(pods...) {
-		return // the informer showed the write before the writer got here
-	}
-	if p.written[nodeClaim] == nil {
-		p.written[nodeClaim] = sets.New[types.UID]()
-	}
-	p.written[nodeClaim].Insert(pods...)
-}
-
-// writeObserved clears the writes to nc that the informer now shows.
-func (p *Plugin) writeObserved(nc *karpv1.NodeClaim) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	planned := sets.New(simulation.PlannedPods(nc)...)
-	p.observed[nc.Name] = planned
-	want, ok := p.written[nc.Name]
-	if !ok {
-		return
-	}
-	if nc.DeletionTimestamp != nil || planned.IsSuperset(want) {
-		delete(p.written, nc.Name)
-	}
-}
-
-// writesUnobserved returns how many NodeClaims this process wrote that its informer does not
-// show yet.
-func (p *Plugin) writesUnobserved() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.written)
-}
-
 // writeObserveTimeout bounds how long a batch waits for the informer to show the previous
 // batch's NodeClaims.
 const writeObserveTimeout = 10 * time.Second
@@ -301,14 +227,14 @@ const writeObserveTimeout = 10 * time.Second
 // so the solver, which reads NodeClaims from that informer, counts them (limits, in-flight
 // capacity). After writeObserveTimeout it plans anyway, and says so.
 func (p *Plugin) awaitWritesObserved(ctx context.Context) {
-	if p.writesUnobserved() == 0 {
+	if p.launches.writesUnobserved() == 0 {
 		return
 	}
 	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, writeObserveTimeout, true, func(context.Context) (bool, error) {
-		return p.writesUnobserved() == 0, nil
+		return p.launches.writesUnobserved() == 0, nil
 	})
 	if err != nil && ctx.Err() == nil {
-		klog.FromContext(ctx).Info("planning before the NodeClaim informer shows every earlier write", "unobserved", p.writesUnobserved(), "waited", writeObserveTimeout)
+		klog.FromContext(ctx).Info("planning before the NodeClaim informer shows every earlier write", "unobserved", p.launches.writesUnobserved(), "waited", writeObserveTimeout)
 	}
 }
 

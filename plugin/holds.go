@@ -1,0 +1,235 @@
+package plugin
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+)
+
+// holdBook records which pods keep a pin their initialized node rejected (see holdPin) and
+// since when, the held pods that cannot move their plan on (stuck), and which pods were
+// planned together: what decides how long a hold lasts and which held pods to retry when a
+// pod of their plan stops waiting.
+//
+// It has its own lock so that it is one consistent record whoever asks, but what it decides
+// also reads the wait book (which pods still wait), which Plugin.mu guards: callers that pass
+// the wait book hold Plugin.mu. Lock order: Plugin.mu, then holdBook.mu; it calls nothing
+// outside itself while it holds its lock. Only pods that wait for a NodeClaim are held: every
+// path that ends a wait unpins the pod in the same critical section of Plugin.mu.
+type holdBook struct {
+	mu    sync.Mutex
+	plans *planBook
+	held  map[types.UID]time.Time // pods keeping a rejected pin, since when
+	// stuck are the held pods a Filter that counts pods rejected and that were not retried
+	// since (see stillArriving).
+	stuck sets.Set[types.UID]
+}
+
+func newHoldBook() *holdBook {
+	return &holdBook{plans: newPlanBook(), held: map[types.UID]time.Time{}, stuck: sets.New[types.UID]()}
+}
+
+// beginPlan returns the id of a new plan made while the pods in inFlight waited for
+// NodeClaims.
+func (h *holdBook) beginPlan(inFlight sets.Set[types.UID]) uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.plans.begin(inFlight)
+}
+
+// addToPlan records that pods belong to plan; a pod belongs to its latest plan only.
+func (h *holdBook) addToPlan(plan uint64, pods ...types.UID) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.plans.add(plan, pods...)
+}
+
+// leavePlan forgets uid's plan: it is planned again, or gone.
+func (h *holdBook) leavePlan(uid types.UID) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.plans.forget(uid)
+}
+
+// hold starts uid's hold at now unless it is held already, and returns since when it is held
+// and whether the hold began now.
+func (h *holdBook) hold(uid types.UID, now time.Time) (since time.Time, began bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if since, ok := h.held[uid]; ok {
+		return since, false
+	}
+	h.held[uid] = now
+	return now, true
+}
+
+// unstick records that uid is not rejected by its node now (the node is not in the
+// scheduler's snapshot yet): it may still move its plan on.
+func (h *holdBook) unstick(uid types.UID) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.stuck.Delete(uid)
+}
+
+// rejectedWithPlan records that a Filter that counts pods rejected uid on its node with its
+// plan as far as it got — until another pod of its plan is placed (and uid is retried), uid
+// cannot move the rest of its plan on — and reports whether another pod of its plan still
+// may (stillArriving). Callers hold Plugin.mu, which guards waits.
+func (h *holdBook) rejectedWithPlan(uid types.UID, waits *waitBook) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.stuck.Insert(uid)
+	return h.stillArriving(uid, waits)
+}
+
+// stillArriving reports whether another pod of uid's plan still waits for its NodeClaim
+// and may still be placed: placing it may change what the Filters that count pods say. A held
+// pod is not stuck for good: it is retried whenever a pod of its plan is placed, and one whose
+// retry is still queued (behind this pod's) may well fit now. Only pods rejected since their
+// last retry cannot move the plan on; when every waiting pod of the plan is such a pod, the
+// plan cannot be completed as it stands. (Counting every held pod as stuck released whole
+// plans at once: the first of a round of retries saw all the others held.) A pod of no known
+// plan counts every waiting pod as its plan. Callers hold h.mu.
+func (h *holdBook) stillArriving(uid types.UID, waits *waitBook) bool {
+	siblings, known := h.plans.siblings(uid)
+	if !known {
+		siblings = make([]types.UID, 0, len(waits.nodeClaimOf))
+		for other := range waits.nodeClaimOf {
+			if other != uid {
+				siblings = append(siblings, other)
+			}
+		}
+	}
+	return slices.ContainsFunc(siblings, func(other types.UID) bool {
+		_, waiting := waits.nodeClaimFor(other)
+		return waiting && !h.stuck.Has(other)
+	})
+}
+
+// unpin ends the holds of uids, which stopped waiting (placed, released, or planned again),
+// and returns the held pods whose decision may change now: those of the same plans (and those
+// of no known plan). They are to be retried, so they are no longer stuck.
+func (h *holdBook) unpin(uids ...types.UID) []types.UID {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, uid := range uids {
+		delete(h.held, uid)
+		h.stuck.Delete(uid)
+	}
+	if len(h.held) == 0 || len(uids) == 0 {
+		return nil
+	}
+	gone := sets.New(uids...)
+	var out []types.UID
+	for held := range h.held {
+		siblings, known := h.plans.siblings(held)
+		// A pod of no known plan counts every waiting pod as its plan.
+		if !known || slices.ContainsFunc(siblings, gone.Has) {
+			out = append(out, held)
+			h.stuck.Delete(held)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// planBook records which pods were planned together (one batch, one plan), so a pod held to
+// its node can tell whether the rest of its plan is still on its way. Plans are known only to
+// the process that made them; a pod whose wait was rebuilt from a NodeClaim's annotation (a
+// restart, another replica) belongs to no known plan and treats every waiting pod as its plan.
+// It is not safe for concurrent use: the hold book guards it.
+type planBook struct {
+	next   uint64
+	planOf map[types.UID]uint64
+	podsOf map[uint64]sets.Set[types.UID]
+	// inFlight are, per plan, the pods that waited for other NodeClaims when it was made: the
+	// solver counted them where they were planned (zones, hostnames), so the plan relies on
+	// them arriving as much as on its own pods.
+	inFlight map[uint64]sets.Set[types.UID]
+	// later are, per plan, the plans made afterwards that counted its pods in flight: a pod
+	// of the earlier plan relies on their pods as much (a zone one of them fills is a zone
+	// the earlier pod's spread waits for), so the relation is kept both ways.
+	later map[uint64]sets.Set[uint64]
+}
+
+func newPlanBook() *planBook {
+	return &planBook{
+		planOf: map[types.UID]uint64{}, podsOf: map[uint64]sets.Set[types.UID]{},
+		inFlight: map[uint64]sets.Set[types.UID]{}, later: map[uint64]sets.Set[uint64]{},
+	}
+}
+
+// begin returns the id of a new plan made while the pods in inFlight waited for NodeClaims.
+func (b *planBook) begin(inFlight sets.Set[types.UID]) uint64 {
+	b.next++
+	if inFlight.Len() > 0 {
+		b.inFlight[b.next] = inFlight
+	}
+	for uid := range inFlight {
+		earlier, ok := b.planOf[uid]
+		if !ok {
+			continue
+		}
+		if b.later[earlier] == nil {
+			b.later[earlier] = sets.New[uint64]()
+		}
+		b.later[earlier].Insert(b.next)
+	}
+	return b.next
+}
+
+// add records that pods belong to plan; a pod belongs to its latest plan only.
+func (b *planBook) add(plan uint64, pods ...types.UID) {
+	for _, uid := range pods {
+		b.forget(uid)
+		b.planOf[uid] = plan
+		if b.podsOf[plan] == nil {
+			b.podsOf[plan] = sets.New[types.UID]()
+		}
+		b.podsOf[plan].Insert(uid)
+	}
+}
+
+// siblings returns the other pods of uid's plan, and whether its plan is known.
+func (b *planBook) siblings(uid types.UID) ([]types.UID, bool) {
+	plan, ok := b.planOf[uid]
+	if !ok {
+		return nil, false
+	}
+	out := make([]types.UID, 0, b.podsOf[plan].Len()+b.inFlight[plan].Len())
+	for other := range b.podsOf[plan] {
+		if other != uid {
+			out = append(out, other)
+		}
+	}
+	for other := range b.inFlight[plan] {
+		if other != uid {
+			out = append(out, other)
+		}
+	}
+	for later := range b.later[plan] {
+		for other := range b.podsOf[later] {
+			if other != uid {
+				out = append(out, other)
+			}
+		}
+	}
+	return out, true
+}
+
+func (b *planBook) forget(uid types.UID) {
+	plan, ok := b.planOf[uid]
+	if !ok {
+		return
+	}
+	delete(b.planOf, uid)
+	b.podsOf[plan].Delete(uid)
+	if b.podsOf[plan].Len() == 0 {
+		delete(b.podsOf, plan)
+		delete(b.inFlight, plan)
+		delete(b.later, plan)
+	}
+}

@@ -1,0 +1,156 @@
+package plugin
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+)
+
+// holdFixture is a hold book and the wait book it reads, built from plans (each a list of
+// pods planned together, made in order), the pods in flight when each plan was made (by the
+// plan's index), the pods that wait, and the pods held.
+type holdFixture struct {
+	plans    [][]types.UID
+	inFlight map[int][]types.UID
+	waiting  []types.UID
+	held     []types.UID
+}
+
+func (f holdFixture) build() (*holdBook, *waitBook) {
+	holds, waits := newHoldBook(), newWaitBook()
+	waits.assign("default-a", f.waiting...)
+	for i, pods := range f.plans {
+		plan := holds.beginPlan(sets.New(f.inFlight[i]...))
+		holds.addToPlan(plan, pods...)
+	}
+	for _, uid := range f.held {
+		holds.hold(uid, time.Unix(0, 0))
+	}
+	return holds, waits
+}
+
+func TestHoldBookRejectedWithPlan(t *testing.T) {
+	cases := []struct {
+		name    string
+		fixture holdFixture
+		// stuck are rejected (in order) before pod.
+		stuck []types.UID
+		// placed stop waiting, and are unpinned, after stuck are rejected.
+		placed []types.UID
+		pod    types.UID
+		want   bool
+	}{
+		{name: "a sibling still waits",
+			fixture: holdFixture{plans: [][]types.UID{{"a", "b"}}, waiting: []types.UID{"a", "b"}},
+			pod:     "a", want: true},
+		{name: "every sibling placed",
+			fixture: holdFixture{plans: [][]types.UID{{"a", "b"}}, waiting: []types.UID{"a"}},
+			pod:     "a", want: false},
+		{name: "the only waiting sibling was rejected since its retry",
+			fixture: holdFixture{plans: [][]types.UID{{"a", "b"}}, waiting: []types.UID{"a", "b"}, held: []types.UID{"b"}},
+			stuck:   []types.UID{"b"},
+			pod:     "a", want: false},
+		{name: "a stuck sibling is retried when a third pod of the plan is placed",
+			fixture: holdFixture{plans: [][]types.UID{{"a", "b", "c"}}, waiting: []types.UID{"a", "b", "c"}, held: []types.UID{"b"}},
+			stuck:   []types.UID{"b"},
+			placed:  []types.UID{"c"},
+			pod:     "a", want: true},
+		{name: "a pod of no known plan counts every waiting pod",
+			fixture: holdFixture{waiting: []types.UID{"a", "x"}},
+			pod:     "a", want: true},
+		{name: "a pod of no known plan, alone waiting",
+			fixture: holdFixture{waiting: []types.UID{"a"}},
+			pod:     "a", want: false},
+		{name: "a pod in flight when the plan was made",
+			fixture: holdFixture{plans: [][]types.UID{{"x"}, {"a"}}, inFlight: map[int][]types.UID{1: {"x"}}, waiting: []types.UID{"a", "x"}},
+			pod:     "a", want: true},
+		{name: "a later plan that counted the pod in flight",
+			fixture: holdFixture{plans: [][]types.UID{{"a"}, {"y"}}, inFlight: map[int][]types.UID{1: {"a"}}, waiting: []types.UID{"a", "y"}},
+			pod:     "a", want: true},
+		{name: "a pod of a later plan that did not count it",
+			fixture: holdFixture{plans: [][]types.UID{{"a"}, {"x"}}, waiting: []types.UID{"a", "x"}},
+			pod:     "a", want: false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			holds, waits := tc.fixture.build()
+			for _, uid := range tc.stuck {
+				holds.rejectedWithPlan(uid, waits)
+			}
+			for _, uid := range tc.placed {
+				waits.forgetPod(uid)
+				holds.unpin(uid)
+			}
+			if got := holds.rejectedWithPlan(tc.pod, waits); got != tc.want {
+				t.Errorf("rejectedWithPlan(%s) = %v, want %v", tc.pod, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestHoldBookUnpin(t *testing.T) {
+	cases := []struct {
+		name      string
+		fixture   holdFixture
+		unpin     []types.UID
+		want      []types.UID
+		wantHeld  []types.UID // still held afterwards
+		wantEnded []types.UID // no longer held
+	}{
+		{name: "a placed pod retries the held pods of its plan",
+			fixture:  holdFixture{plans: [][]types.UID{{"a", "b", "c"}}, held: []types.UID{"a", "b"}},
+			unpin:    []types.UID{"c"},
+			want:     []types.UID{"a", "b"},
+			wantHeld: []types.UID{"a", "b"}},
+		{name: "the unpinned pod's own hold ends",
+			fixture:   holdFixture{plans: [][]types.UID{{"a", "b"}}, held: []types.UID{"a", "b"}},
+			unpin:     []types.UID{"a"},
+			want:      []types.UID{"b"},
+			wantHeld:  []types.UID{"b"},
+			wantEnded: []types.UID{"a"}},
+		{name: "held pods of other plans stay unretried",
+			fixture:  holdFixture{plans: [][]types.UID{{"a", "b"}, {"c", "d"}}, held: []types.UID{"a", "c"}},
+			unpin:    []types.UID{"b"},
+			want:     []types.UID{"a"},
+			wantHeld: []types.UID{"a", "c"}},
+		{name: "a held pod of a plan that counted the pod in flight is retried",
+			fixture:  holdFixture{plans: [][]types.UID{{"b"}, {"a"}}, inFlight: map[int][]types.UID{1: {"b"}}, held: []types.UID{"a"}},
+			unpin:    []types.UID{"b"},
+			want:     []types.UID{"a"},
+			wantHeld: []types.UID{"a"}},
+		{name: "a held pod of no known plan is retried by any pod",
+			fixture:  holdFixture{held: []types.UID{"c"}},
+			unpin:    []types.UID{"x"},
+			want:     []types.UID{"c"},
+			wantHeld: []types.UID{"c"}},
+		{name: "a released NodeClaim's pods end their holds together",
+			fixture:   holdFixture{plans: [][]types.UID{{"a", "b"}}, held: []types.UID{"a", "b"}},
+			unpin:     []types.UID{"a", "b"},
+			wantEnded: []types.UID{"a", "b"}},
+		{name: "nothing held",
+			fixture: holdFixture{plans: [][]types.UID{{"a", "b"}}},
+			unpin:   []types.UID{"a"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			holds, _ := tc.fixture.build()
+			if got := holds.unpin(tc.unpin...); !slices.Equal(got, tc.want) {
+				t.Errorf("unpin(%v) = %v, want %v", tc.unpin, got, tc.want)
+			}
+			later := time.Unix(60, 0)
+			for _, uid := range tc.wantHeld {
+				if since, began := holds.hold(uid, later); began || !since.Equal(time.Unix(0, 0)) {
+					t.Errorf("%s: hold began again (%v, since %v); want it kept", uid, began, since)
+				}
+			}
+			for _, uid := range tc.wantEnded {
+				if _, began := holds.hold(uid, later); !began {
+					t.Errorf("%s: still held; want its hold ended", uid)
+				}
+			}
+		})
+	}
+}
