@@ -43,8 +43,9 @@ const (
 	// this is only there to end a run that hangs.
 	runTimeout = 10 * time.Minute
 	// quiet is how long the NodeClaims must stay unchanged for the scale-down to count as
-	// settled: consolidateAfter plus room for a decision's validation.
-	quiet = 75 * time.Second
+	// settled: consolidateAfter (30 s) plus the disruption poll, a decision's 15 s validation
+	// and room for a loaded machine.
+	quiet = 90 * time.Second
 	// settleTimeout bounds waiting for the scale-down to settle.
 	settleTimeout = 12 * time.Minute
 )
@@ -174,7 +175,7 @@ func runWorkload(t *testing.T, w workload) result {
 		createdBefore := claims.count()
 		scaleTo(t, env, s.deployment, s.replicas)
 		scaled := time.Now()
-		last := settle(t, env, c, claims, int(s.replicas))
+		last := settle(t, env, c, claims, int(s.replicas), scaled)
 		r.settled = last.Sub(scaled)
 		if r.settled < 0 {
 			r.settled = 0
@@ -399,9 +400,11 @@ func (l *claimLog) last() time.Time {
 	return l.lastChange
 }
 
-// settle waits until replicas pods run and the NodeClaims have not changed for quiet, and
-// returns when they last changed.
-func settle(t *testing.T, env *framework.Env, c client.Client, claims *claimLog, replicas int) time.Time {
+// settle waits until replicas pods run and the NodeClaims have not changed for quiet since
+// the later of the scale and their last change, and returns when they last changed. Counting
+// from the scale too matters: the scale-up's last change is often more than quiet before the
+// scale, which would end the wait before consolidateAfter had passed.
+func settle(t *testing.T, env *framework.Env, c client.Client, claims *claimLog, replicas int, scaled time.Time) time.Time {
 	t.Helper()
 	framework.Eventually(t, settleTimeout, "consolidation settled", func(ctx context.Context) (bool, error) {
 		list, err := env.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
@@ -417,8 +420,12 @@ func settle(t *testing.T, env *framework.Env, c client.Client, claims *claimLog,
 		if running != replicas || len(list.Items) != replicas {
 			return false, fmt.Errorf("%d pods, %d Running", len(list.Items), running)
 		}
-		if since := time.Since(claims.last()); since < quiet {
-			return false, fmt.Errorf("NodeClaims changed %s ago", since.Round(time.Second))
+		from := claims.last()
+		if from.Before(scaled) {
+			from = scaled
+		}
+		if since := time.Since(from); since < quiet {
+			return false, fmt.Errorf("NodeClaims unchanged for %s (since the scale or their last change)", since.Round(time.Second))
 		}
 		return true, nil
 	})
