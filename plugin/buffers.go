@@ -215,7 +215,7 @@ func provisioningCondition(pods []*corev1.Pod, plan *simulation.Plan, onExisting
 		switch why, failed := plan.Unschedulable[pod.UID]; {
 		case onExisting.Has(pod.UID):
 			fit++
-		case failed && strings.Contains(why, "limits reached") && limited == "":
+		case failed && plan.HasReason(pod.UID, simulation.ReasonLimits) && limited == "":
 			limited = why
 		case failed && unschedulable == "":
 			unschedulable = why

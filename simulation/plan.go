@@ -13,7 +13,9 @@ import (
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 )
 
-// Planner decides which new NodeClaims would host pending pods. The solver implements it.
+// Planner decides which new NodeClaims would host pending pods, over the cluster it reads
+// itself. joinery-scheduler's planner (plugin/planner) implements it: the solver over the
+// scheduler's informers, whose state it hands the solver on each call.
 type Planner interface {
 	Plan(ctx context.Context, pods []*corev1.Pod) (*Plan, error)
 }
@@ -36,10 +38,54 @@ type Plan struct {
 	// Unschedulable maps a pod UID to why no NodePool can host it, as the user reads it
 	// ("no NodePool fits: ..."); the plugin shows it verbatim.
 	Unschedulable map[types.UID]string
+	// Reasons are, for each pod of Unschedulable, the reasons that text joins, one per
+	// NodePool in the order the solver tried them: readers decide from their kinds, never
+	// from the text.
+	Reasons map[types.UID][]NodePoolReason
 	// Incompatible are the NodePools whose requirements filter out every instance type the
 	// cloud provider offers them, so they can serve no pod; the plugin tells the user with
 	// Karpenter's NoCompatibleInstanceTypes event.
 	Incompatible []IncompatibleNodePool
+}
+
+// HasReason reports whether some NodePool cannot host the unschedulable pod uid for a reason
+// of kind.
+func (p *Plan) HasReason(uid types.UID, kind ReasonKind) bool {
+	return slices.ContainsFunc(p.Reasons[uid], func(r NodePoolReason) bool { return r.Kind == kind })
+}
+
+// ReasonKind is what stops a NodePool from hosting a pod.
+type ReasonKind string
+
+const (
+	// ReasonLimits: the NodePool's limits leave no room for a node that holds the pod.
+	ReasonLimits ReasonKind = "Limits"
+	// ReasonRequirements: the NodePool's requirements or taints rule the pod out, or leave no
+	// instance type (or too few for their minValues) once the pod's are added.
+	ReasonRequirements ReasonKind = "Requirements"
+	// ReasonUnavailableOfferings: instance types would meet the requirements, but every
+	// offering of theirs that does is known not to launch.
+	ReasonUnavailableOfferings ReasonKind = "UnavailableOfferings"
+	// ReasonNoInstanceType: no instance type makes a node that takes the pod — its requests
+	// with its daemons, its devices or volumes, or a Filter of the scheduler profile.
+	ReasonNoInstanceType ReasonKind = "NoInstanceType"
+	// ReasonStatic: the NodePool is static (spec.replicas); only its own controller adds nodes.
+	ReasonStatic ReasonKind = "Static"
+	// ReasonNotReady: the NodePool is not ready or its instance types cannot be read; with no
+	// NodePool named, no NodePool is ready at all.
+	ReasonNotReady ReasonKind = "NotReady"
+)
+
+// NodePoolReason is why one NodePool cannot host a pod.
+type NodePoolReason struct {
+	// NodePool is empty when the reason is about no NodePool in particular.
+	NodePool string
+	Kind     ReasonKind
+	// Message is the reason about the NodePool without its name ("limits reached").
+	Message string
+	// Text is the reason as Plan.Unschedulable words it, the NodePool named
+	// ("nodepool \"default\": limits reached").
+	Text string
 }
 
 // IncompatibleNodePool is a NodePool with no instance type left after its requirements.

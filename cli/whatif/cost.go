@@ -16,7 +16,7 @@ type PoolCost struct {
 }
 
 // poolCosts sums lines by NodePool, then adds the provisioning's new NodeClaims and the
-// disruption's replacements and takes off its removed nodes.
+// replacements of every command of the disruption pass and takes off their removed nodes.
 func poolCosts(nodePools []karpv1.NodePool, lines []CostLine, prov *Provisioning, dis *Disruption) []PoolCost {
 	by := map[string]*PoolCost{}
 	get := func(np string) *PoolCost {
@@ -41,14 +41,16 @@ func poolCosts(nodePools []karpv1.NodePool, lines []CostLine, prov *Provisioning
 		}
 	}
 	if dis != nil {
-		for _, n := range dis.Nodes {
-			if n.Offering != nil {
-				get(n.NodePool).After -= n.Offering.Price
+		for _, cmd := range dis.Commands {
+			for _, n := range cmd.Nodes {
+				if n.Offering != nil {
+					get(n.NodePool).After -= n.Offering.Price
+				}
 			}
-		}
-		for _, r := range dis.Replacements {
-			if r.Launch != nil {
-				get(r.NodePool).After += r.Launch.Price
+			for _, r := range cmd.Replacements {
+				if r.Launch != nil {
+					get(r.NodePool).After += r.Launch.Price
+				}
 			}
 		}
 	}
@@ -69,7 +71,7 @@ type Result struct {
 
 // Changed reports whether the cluster would change: NodeClaims created or nodes disrupted.
 func (r *Result) Changed() bool {
-	return len(r.Provisioning.NewNodeClaims) > 0 || r.Disruption.Method != ""
+	return len(r.Provisioning.NewNodeClaims) > 0 || len(r.Disruption.Commands) > 0
 }
 
 // Simulate runs provisioning for the pending pods and one disruption pass.

@@ -35,15 +35,24 @@ type Blocked struct {
 
 // Disruption is what one pass of joinery-controller's disruption loop would do.
 type Disruption struct {
-	// Method, Reason and Decision describe the command; empty when there is none.
-	Method       string          `json:"method,omitempty"`
-	Reason       string          `json:"reason,omitempty"`
-	Decision     string          `json:"decision,omitempty"`
+	// Commands are every command the pass chooses (disruption.Pass.Commands), in order: the
+	// commands the controller would validate and start together. None when there is nothing
+	// to do.
+	Commands []DisruptionCommand `json:"commands,omitempty"`
+	// Savings is the cost per hour the commands save together.
+	Savings float64   `json:"savings"`
+	Blocked []Blocked `json:"blocked,omitempty"`
+}
+
+// DisruptionCommand is one command of the pass.
+type DisruptionCommand struct {
+	Method       string          `json:"method"`
+	Reason       string          `json:"reason"`
+	Decision     string          `json:"decision"`
 	Nodes        []DisruptedNode `json:"nodes,omitempty"`
 	Replacements []NodeClaim     `json:"replacements,omitempty"`
 	// Savings is the cost per hour the command saves (removed nodes less replacements).
-	Savings float64   `json:"savings"`
-	Blocked []Blocked `json:"blocked,omitempty"`
+	Savings float64 `json:"savings"`
 }
 
 // Disrupt runs one pass of the controller's graceful methods (disruption.DryRun over
@@ -79,15 +88,25 @@ func (c *Cluster) Disrupt(ctx context.Context, opts Options) (*Disruption, error
 			out.Blocked = append(out.Blocked, Blocked{Method: m.Method, Node: node, Event: event, Message: b.Message})
 		}
 	}
-	cmd := pass.Command
-	if cmd == nil {
-		return out, nil
+	for _, cmd := range pass.Commands {
+		dc, err := c.describeCommand(ctx, cmd)
+		if err != nil {
+			return nil, err
+		}
+		out.Commands = append(out.Commands, dc)
+		out.Savings += dc.Savings
 	}
-	out.Method, out.Reason, out.Decision = cmd.Method, cmd.Reason, string(cmd.Decision())
+	return out, nil
+}
+
+// describeCommand says what cmd does: the nodes it removes with where their pods go, its
+// replacements, and what it saves.
+func (c *Cluster) describeCommand(ctx context.Context, cmd *disruption.Command) (DisruptionCommand, error) {
+	out := DisruptionCommand{Method: cmd.Method, Reason: cmd.Reason, Decision: string(cmd.Decision())}
 	for _, cand := range cmd.Candidates {
 		dn := DisruptedNode{NodeClaim: cand.NodeClaim.Name, Node: cand.Node.Name, NodePool: cand.NodePool.Name}
 		if o, ok, err := c.LaunchedOffering(ctx, cand.NodeClaim, cand.Node); err != nil {
-			return nil, err
+			return DisruptionCommand{}, err
 		} else if ok {
 			dn.Offering = &o
 		}
@@ -100,7 +119,7 @@ func (c *Cluster) Disrupt(ctx context.Context, opts Options) (*Disruption, error
 	for _, r := range cmd.Replacements {
 		nc, err := c.describeNodeClaim(ctx, r, nil)
 		if err != nil {
-			return nil, err
+			return DisruptionCommand{}, err
 		}
 		nc.Pods = nil
 		for _, cand := range cmd.Candidates {
@@ -116,7 +135,7 @@ func (c *Cluster) Disrupt(ctx context.Context, opts Options) (*Disruption, error
 	// The controller's savings gauge prices the command the same way.
 	saved, err := cmd.Savings(ctx, c.pricer())
 	if err != nil {
-		return nil, err
+		return DisruptionCommand{}, err
 	}
 	for _, np := range slices.Sorted(maps.Keys(saved)) {
 		out.Savings += saved[np]

@@ -64,8 +64,10 @@ func TestCapacityBuffersAsTheControllerKeepsThem(t *testing.T) {
 					t.Fatal(err)
 				}
 				disrupted := false
-				for _, n := range pass.Nodes {
-					disrupted = disrupted || n.Node == "node-b"
+				for _, cmd := range pass.Commands {
+					for _, n := range cmd.Nodes {
+						disrupted = disrupted || n.Node == "node-b"
+					}
 				}
 				if disrupted != tt.wantDisrupted {
 					t.Errorf("gates %q: node-b disrupted = %v, want %v (pass %+v)", tt.gates, disrupted, tt.wantDisrupted, pass)

@@ -3,6 +3,7 @@ package whatif
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -98,9 +99,7 @@ func (c *Cluster) ExplainPod(ctx context.Context, opts Options, namespace, name 
 	for _, pe := range prov.Pending {
 		if pe.Pod == out.Pod {
 			out.Decision = "stays pending"
-			for pool, why := range splitReasons(pe.Reason) {
-				verdicts[pool] = why
-			}
+			maps.Copy(verdicts, pe.verdicts())
 		}
 	}
 	if out.Decision != "stays pending" {
@@ -166,7 +165,7 @@ func (c *Cluster) aloneVerdict(ctx context.Context, opts Options, np *karpv1.Nod
 	}
 	for _, pe := range prov.Pending {
 		if pe.Pod == pod {
-			if why, ok := splitReasons(pe.Reason)[np.Name]; ok {
+			if why, ok := pe.verdicts()[np.Name]; ok {
 				return why, nil
 			}
 			return pe.Reason, nil
@@ -224,26 +223,6 @@ func weightOf(np *karpv1.NodePool) int32 {
 		return 0
 	}
 	return *np.Spec.Weight
-}
-
-// splitReasons splits the solver's "no NodePool fits: nodepool "a": ...; nodepool "b": ..."
-// into a reason per NodePool.
-func splitReasons(reason string) map[string]string {
-	out := map[string]string{}
-	rest := strings.TrimPrefix(reason, "no NodePool fits: ")
-	for _, part := range strings.Split(rest, "; nodepool ") {
-		part = strings.TrimPrefix(part, "nodepool ")
-		if !strings.HasPrefix(part, `"`) {
-			out[""] = strings.TrimSpace(part)
-			continue
-		}
-		name, why, ok := strings.Cut(part[1:], `"`)
-		if !ok {
-			continue
-		}
-		out[name] = strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(why, ":"), " "))
-	}
-	return out
 }
 
 // poolVerdicts lists every NodePool with its verdict and the instance types each of its

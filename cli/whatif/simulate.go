@@ -82,6 +82,17 @@ type Placement struct {
 type Pending struct {
 	Pod    string `json:"pod"`
 	Reason string `json:"reason"`
+	// NodePools are the reasons Reason words, NodePool by NodePool (simulation.Plan.Reasons).
+	NodePools []simulation.NodePoolReason `json:"-"`
+}
+
+// verdicts maps each NodePool the solver gave a reason for to that reason.
+func (p Pending) verdicts() map[string]string {
+	out := map[string]string{}
+	for _, r := range p.NodePools {
+		out[r.NodePool] = r.Message
+	}
+	return out
 }
 
 // Provisioning is what joinery-scheduler would do for the pending pods.
@@ -266,7 +277,7 @@ func (c *Cluster) describePlan(ctx context.Context, plan *simulation.Plan, pods 
 	}
 	for uid, why := range plan.Unschedulable {
 		if p := byUID[uid]; p != nil {
-			out.Pending = append(out.Pending, Pending{Pod: podName(p), Reason: why})
+			out.Pending = append(out.Pending, Pending{Pod: podName(p), Reason: why, NodePools: plan.Reasons[uid]})
 		}
 	}
 	slices.SortFunc(out.Placed, func(a, b Placement) int { return strings.Compare(a.Pod, b.Pod) })

@@ -202,27 +202,31 @@ func TestExplainNodeAgreesWithThePass(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(pass.Nodes) == 0 {
+			if len(pass.Commands) == 0 {
 				t.Fatalf("the pass disrupts nothing under %s: %+v", policy, pass)
 			}
-			disrupted := map[string]bool{}
-			for _, n := range pass.Nodes {
-				disrupted[n.Node] = true
+			// byNode is the verdict of the command that disrupts each node.
+			byNode := map[string]string{}
+			first := fmt.Sprintf("disrupted by %s (%s)", pass.Commands[0].Method, pass.Commands[0].Decision)
+			for _, cmd := range pass.Commands {
+				for _, n := range cmd.Nodes {
+					byNode[n.Node] = fmt.Sprintf("disrupted by %s (%s)", cmd.Method, cmd.Decision)
+				}
 			}
 			for _, n := range s.Nodes {
 				exp, err := c.ExplainNode(ctx, whatif.Options{}, n.Name)
 				if err != nil {
 					t.Fatal(err)
 				}
-				want := fmt.Sprintf("disrupted by %s (%s)", pass.Method, pass.Decision)
+				want, disrupted := byNode[n.Name]
 				switch {
-				case disrupted[n.Name] && exp.Verdict != want:
+				case disrupted && exp.Verdict != want:
 					t.Errorf("node %s: explain says %q, the pass %q", n.Name, exp.Verdict, want)
-				case !disrupted[n.Name] && exp.Verdict == want && pass.Method != "multi-node-consolidation":
-					t.Errorf("node %s: explain says %q, the pass disrupts %v", n.Name, exp.Verdict, pass.Nodes)
+				case !disrupted && exp.Verdict == first && pass.Commands[0].Method != "multi-node-consolidation":
+					t.Errorf("node %s: explain says %q, the pass disrupts %v", n.Name, exp.Verdict, byNode)
 				}
 				for _, ch := range exp.Checks {
-					if disrupted[n.Name] && ch.Check == "consolidationPolicy" && !ch.OK {
+					if disrupted && ch.Check == "consolidationPolicy" && !ch.OK {
 						t.Errorf("node %s is consolidated, explain says %s: %s", n.Name, ch.Check, ch.Detail)
 					}
 				}

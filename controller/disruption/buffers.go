@@ -85,15 +85,16 @@ func (b *Buffers) VirtualPods(ctx context.Context) ([]*corev1.Pod, error) {
 // to c as a pod bound there. Virtual pods that fit no registered node are left out: their
 // capacity is still being provisioned, and the Provisioner keeps launching it.
 func (s *SolverSimulator) placeVirtual(ctx context.Context, c *Cluster, virtual []*corev1.Pod) error {
-	planner, ok := s.planner.(buffer.Planner)
+	planner, ok := s.planner.(VirtualPlanner)
 	if !ok {
 		return errors.New("the simulation cannot plan capacity buffers")
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.view.set(c, nil)
-	defer s.view.set(nil, nil)
-	plan, onExisting, err := planner.PlanWithVirtual(ctx, nil, virtual)
+	unavailable, err := s.readOfferings(ctx)
+	if err != nil {
+		return err
+	}
+	view, _ := newView(c, nil, unavailable)
+	plan, onExisting, err := planner.PlanWithVirtual(ctx, view, nil, virtual)
 	if err != nil {
 		return err
 	}

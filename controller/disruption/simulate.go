@@ -45,19 +45,16 @@ type SimulationOptions struct {
 // constructor of the disruption simulation: joinery-controller's disruption paths, `joinery
 // simulate` and the tests all build it here, so they cannot plan with different options.
 func NewSimulation(ctx context.Context, opts SimulationOptions) (*SolverSimulator, error) {
-	view := &View{}
 	solv, err := solver.New(ctx, solver.Options{
-		State:         view,
 		InstanceTypes: opts.InstanceTypes,
 		Profile:       opts.Profile,
 		OutOfTree:     opts.OutOfTree,
 		Framework:     simulation.FrameworkOptions{Client: opts.Client, InformerFactory: opts.InformerFactory},
-		Unavailable:   view.Unavailable,
 	}.WithPolicies(opts.Policies))
 	if err != nil {
 		return nil, fmt.Errorf("building the disruption simulation: %w", err)
 	}
-	return simulatorOver(solv, view, opts.Offerings), nil
+	return &SolverSimulator{planner: solv, offerings: opts.Offerings}, nil
 }
 
 // Simulation is where the candidates' pods would go if the candidates were gone.
@@ -129,31 +126,44 @@ type Simulator interface {
 	Simulate(ctx context.Context, c *Cluster, candidates []*Candidate) (*Simulation, error)
 }
 
-// DisruptionPlanner is the solver's entry point for disruption (solver.Solver implements it).
+// DisruptionPlanner is the solver's entry point for disruption (solver.Solver implements it):
+// each call plans on the state it is given.
 type DisruptionPlanner interface {
-	PlanDisruption(ctx context.Context, pods []*corev1.Pod) (*simulation.Plan, error)
+	PlanDisruption(ctx context.Context, state solver.ClusterState, pods []*corev1.Pod) (*simulation.Plan, error)
 }
 
 // ForkingPlanner plans several disruptions of one cluster from one loaded snapshot, forking
 // it per plan instead of loading the cluster again (solver.Solver implements it).
 type ForkingPlanner interface {
-	PlanDisruptionWithout(ctx context.Context, key any, base solver.ClusterState, removed []string, pods []*corev1.Pod) (*simulation.Plan, error)
+	PlanDisruptionWithout(ctx context.Context, key any, base, state solver.ClusterState, removed []string, pods []*corev1.Pod) (*simulation.Plan, error)
+}
+
+// VirtualPlanner plans pending pods with CapacityBuffers' virtual pods on the state it is
+// given (solver.Solver implements it; buffer.Planner is the same over a planner's own state).
+type VirtualPlanner interface {
+	PlanWithVirtual(ctx context.Context, state solver.ClusterState, pods, virtual []*corev1.Pod) (*simulation.Plan, sets.Set[types.UID], error)
 }
 
 // SolverSimulator runs the provisioning solver — the real kube-scheduler Filters over the
 // cluster, launching NodeClaims and new capacity — on a view of the cluster in which the
 // candidates are gone and their pods are pending. Pending pods of the cluster are planned
 // with them (they compete for the same free capacity); only the candidates' pods decide.
+// Each simulation hands the solver its own immutable View, so simulations of different
+// clusters may run at once.
 type SolverSimulator struct {
-	mu        sync.Mutex
 	planner   DisruptionPlanner
-	view      *View
 	offerings UnavailableSource
+	// mu guards the fields below.
+	mu sync.Mutex
+	// unavailable is the record of unavailable offerings the last simulation read.
+	unavailable map[cloudprovider.OfferingKey]time.Time
 	// base is the cluster a ForkingPlanner keeps loaded (the cluster of the last simulation,
-	// without nodes being deleted), and baseKey its key.
-	base      *Cluster
-	baseKey   *int
-	predictor RequestPredictor // volatile requests (volatile.go); nil for none
+	// without nodes being deleted) with the offerings baseUnavailable records (its topology
+	// domains follow them), and baseKey its key.
+	base            *Cluster
+	baseUnavailable map[cloudprovider.OfferingKey]time.Time
+	baseKey         *int
+	predictor       RequestPredictor // volatile requests (volatile.go); nil for none
 }
 
 // UnavailableSource is the controller's record of offerings that failed to launch
@@ -162,18 +172,28 @@ type UnavailableSource interface {
 	Unavailable(ctx context.Context) (map[cloudprovider.OfferingKey]time.Time, error)
 }
 
-// simulatorOver returns a simulator over planner, which must read its cluster state from
-// view (solver.Options.State = view, solver.Options.Unavailable = view.Unavailable).
-// offerings, when not nil, is read before each simulation, so replacements skip offerings
-// known to be exhausted. Callers outside the package use NewSimulation.
-func simulatorOver(planner DisruptionPlanner, view *View, offerings UnavailableSource) *SolverSimulator {
-	return &SolverSimulator{planner: planner, view: view, offerings: offerings}
-}
-
 // OfferingUnavailable reports an offering the record read by the last simulation says is
 // exhausted (offeringRecord).
 func (s *SolverSimulator) OfferingUnavailable(capacityType, instanceType, zone string) bool {
-	return s.view.Unavailable(capacityType, instanceType, zone)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return offeringIn(s.unavailable, capacityType, instanceType, zone)
+}
+
+// readOfferings reads the record of unavailable offerings (nil without a source) and keeps it
+// for OfferingUnavailable.
+func (s *SolverSimulator) readOfferings(ctx context.Context) (map[cloudprovider.OfferingKey]time.Time, error) {
+	if s.offerings == nil {
+		return nil, nil
+	}
+	unavailable, err := s.offerings.Unavailable(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading unavailable offerings: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.unavailable = unavailable
+	return unavailable, nil
 }
 
 // offeringRecord is a Simulator that knows which offerings are recorded exhausted.
@@ -183,20 +203,11 @@ type offeringRecord interface {
 
 // Simulate implements Simulator.
 func (s *SolverSimulator) Simulate(ctx context.Context, c *Cluster, cands []*Candidate) (*Simulation, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.offerings != nil {
-		unavailable, err := s.offerings.Unavailable(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("reading unavailable offerings: %w", err)
-		}
-		if !sameKeys(unavailable, s.view.unavailableNow()) {
-			s.base = nil // the loaded cluster's topology domains follow the offerings
-		}
-		s.view.setUnavailable(unavailable)
+	unavailable, err := s.readOfferings(ctx)
+	if err != nil {
+		return nil, err
 	}
-	batch := s.view.set(c, cands)
-	defer s.view.set(nil, nil)
+	view, batch := newView(c, cands, unavailable)
 	moving := sets.New[types.UID]()
 	for _, cand := range cands {
 		for _, p := range cand.Pods {
@@ -207,7 +218,7 @@ func (s *SolverSimulator) Simulate(ctx context.Context, c *Cluster, cands []*Can
 		return &Simulation{Destinations: map[types.UID]string{}, Unschedulable: map[types.UID]string{}}, nil
 	}
 	s.predict(batch, moving)
-	plan, err := s.plan(ctx, c, cands, batch)
+	plan, err := s.plan(ctx, c, view, cands, batch)
 	if err != nil {
 		return nil, fmt.Errorf("simulating %d pods of %s: %w", moving.Len(), candidateList(cands), err)
 	}
@@ -260,17 +271,20 @@ func displaced(c *Cluster, plan *simulation.Plan) string {
 	return ""
 }
 
-// plan plans batch on the view. A ForkingPlanner keeps c loaded between simulations (one
-// decision simulates many candidate sets over the same Cluster) and only takes the
-// candidates' nodes away per plan.
-func (s *SolverSimulator) plan(ctx context.Context, c *Cluster, cands []*Candidate, batch []*corev1.Pod) (*simulation.Plan, error) {
+// plan plans batch on view, c without cands. A ForkingPlanner keeps c loaded between
+// simulations (one decision simulates many candidate sets over the same Cluster) and only
+// takes the candidates' nodes away per plan.
+func (s *SolverSimulator) plan(ctx context.Context, c *Cluster, view *View, cands []*Candidate, batch []*corev1.Pod) (*simulation.Plan, error) {
 	fp, ok := s.planner.(ForkingPlanner)
 	if !ok {
-		return s.planner.PlanDisruption(ctx, batch)
+		return s.planner.PlanDisruption(ctx, view, batch)
 	}
-	if s.base != c {
-		s.base, s.baseKey = c, new(int)
+	s.mu.Lock()
+	if s.base != c || !sameKeys(s.baseUnavailable, view.unavailable) {
+		s.base, s.baseUnavailable, s.baseKey = c, view.unavailable, new(int)
 	}
+	key := s.baseKey
+	s.mu.Unlock()
 	var removed []string
 	for _, cand := range append(c.reservedCandidates(), cands...) {
 		// A node going away (a pre-plan's NodeClaim already deleted) is not in the base.
@@ -278,7 +292,7 @@ func (s *SolverSimulator) plan(ctx context.Context, c *Cluster, cands []*Candida
 			removed = append(removed, cand.Node.Name)
 		}
 	}
-	return fp.PlanDisruptionWithout(ctx, s.baseKey, &lazyState{c: c}, removed, batch)
+	return fp.PlanDisruptionWithout(ctx, key, &lazyState{c: c, unavailable: view.unavailable}, view, removed, batch)
 }
 
 // forget drops the loaded cluster, so the next simulation loads it again.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -116,4 +117,50 @@ func TestSolverSimulatorNodeGoingAway(t *testing.T) {
 			t.Fatalf("web → %q with %d replacements, want b and none", got, len(result.Replacements))
 		}
 	}
+}
+
+// TestConcurrentSimulations: simulations of two different clusters through one simulator run
+// at once, each on its own View, and each answers for its own cluster as it does alone: the
+// pod of the cluster with room moves to the other node, the one of the cluster without
+// room gets a replacement.
+func TestConcurrentSimulations(t *testing.T) {
+	its := testCatalog(t, 0)
+	candidate := func(nodes ...string) (*Cluster, []*Candidate) {
+		objs := []any{testNodePool("default"), testPod("web", "node-a")}
+		for _, n := range nodes {
+			objs = append(objs, pair(testNode(n, "default", typed(its, "large", "on-demand"))))
+		}
+		cluster, _ := loadCluster(t, objects(objs...)...)
+		nc := cluster.NodeClaims[slices.IndexFunc(cluster.NodeClaims, func(nc *karpv1.NodeClaim) bool { return nc.Name == "a" })]
+		return cluster, []*Candidate{{NodeClaim: nc, Node: cluster.NodeOf["a"], NodePool: cluster.NodePools["default"], Pods: cluster.PodsByNode["node-a"]}}
+	}
+	withRoom, withRoomCands := candidate("a", "b")
+	alone, aloneCands := candidate("a")
+	sim := newSolverSimulator(t, its)
+	cases := []struct {
+		name    string
+		cluster *Cluster
+		cands   []*Candidate
+		to      string
+	}{
+		{"room on node b", withRoom, withRoomCands, "b"},
+		{"no room", alone, aloneCands, "replacement-0"},
+	}
+	var wg sync.WaitGroup
+	for _, c := range cases {
+		wg.Go(func() {
+			for range 4 {
+				result, err := sim.Simulate(context.Background(), c.cluster, c.cands)
+				if err != nil {
+					t.Errorf("%s: %v", c.name, err)
+					return
+				}
+				if got := result.Destinations["pod-web"]; got != c.to {
+					t.Errorf("%s: web → %q with %d replacements, want %s", c.name, got, len(result.Replacements), c.to)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

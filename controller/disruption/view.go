@@ -3,7 +3,6 @@ package disruption
 import (
 	"context"
 	"slices"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -18,17 +17,19 @@ import (
 
 // The cluster as the solver sees it during a simulation.
 
-// lazyState is c as the View shows it with no candidate (nodes being deleted left out),
-// computed only if the planner reads it.
+// lazyState is c without its nodes being deleted (a View with no candidate) and the offerings
+// recorded unavailable, computed only if the planner reads the cluster.
 type lazyState struct {
-	c    *Cluster
-	view *View
+	c           *Cluster
+	unavailable map[cloudprovider.OfferingKey]time.Time
+	view        *View
 }
+
+var _ solver.OfferingState = (*lazyState)(nil)
 
 func (l *lazyState) get() *View {
 	if l.view == nil {
-		l.view = &View{}
-		l.view.set(l.c, nil)
+		l.view, _ = newView(l.c, nil, l.unavailable)
 	}
 	return l.view
 }
@@ -44,37 +45,34 @@ func (l *lazyState) Pods(ctx context.Context) ([]*corev1.Pod, error)   { return 
 func (l *lazyState) DaemonSets(ctx context.Context) ([]*appsv1.DaemonSet, error) {
 	return l.get().DaemonSets(ctx)
 }
+func (l *lazyState) OfferingUnavailable(capacityType, instanceType, zone string) bool {
+	return offeringIn(l.unavailable, capacityType, instanceType, zone)
+}
 
-// View is the solver's ClusterState during a simulation: the cluster without the candidates
-// (their Nodes and NodeClaims), without Nodes being deleted, with the candidates' pods as
-// unbound copies. Outside a simulation it is empty.
+// View is the cluster one simulation plans on (a solver.OfferingState): without the
+// candidates (their Nodes and NodeClaims), without Nodes being deleted, with the candidates'
+// pods as unbound copies, and with the offerings recorded unavailable when the simulation
+// began. Each simulation builds its own (newView) and nothing changes it after.
 type View struct {
-	mu         sync.Mutex
 	nodePools  []*karpv1.NodePool
 	nodeClaims []*karpv1.NodeClaim
 	nodes      []*corev1.Node
 	pods       []*corev1.Pod
 	daemonSets []*appsv1.DaemonSet
-	// unavailable are the offerings known not to launch, as of the last simulation.
+	// unavailable are the offerings known not to launch.
 	unavailable map[cloudprovider.OfferingKey]time.Time
 }
 
-var _ solver.ClusterState = (*View)(nil)
+var _ solver.OfferingState = (*View)(nil)
 
-var _ solver.UnavailableFunc = (&View{}).Unavailable
-
-// Unavailable reports an offering known not to launch; pass it as solver.Options.Unavailable.
-func (v *View) Unavailable(capacityType, instanceType, zone string) bool {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	_, ok := v.unavailable[cloudprovider.OfferingKey{CapacityType: capacityType, InstanceType: instanceType, Zone: zone}]
-	return ok
+// OfferingUnavailable reports an offering the view's record says does not launch.
+func (v *View) OfferingUnavailable(capacityType, instanceType, zone string) bool {
+	return offeringIn(v.unavailable, capacityType, instanceType, zone)
 }
 
-func (v *View) unavailableNow() map[cloudprovider.OfferingKey]time.Time {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.unavailable
+func offeringIn(record map[cloudprovider.OfferingKey]time.Time, capacityType, instanceType, zone string) bool {
+	_, ok := record[cloudprovider.OfferingKey{CapacityType: capacityType, InstanceType: instanceType, Zone: zone}]
+	return ok
 }
 
 func sameKeys[K comparable, V any](a, b map[K]V) bool {
@@ -89,21 +87,10 @@ func sameKeys[K comparable, V any](a, b map[K]V) bool {
 	return true
 }
 
-func (v *View) setUnavailable(m map[cloudprovider.OfferingKey]time.Time) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.unavailable = m
-}
-
-// set points the view at c without cands and returns the batch to plan: the candidates' pods
-// (unbound copies) and the cluster's pending pods.
-func (v *View) set(c *Cluster, cands []*Candidate) []*corev1.Pod {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.nodePools, v.nodeClaims, v.nodes, v.pods, v.daemonSets = nil, nil, nil, nil, nil
-	if c == nil {
-		return nil
-	}
+// newView returns the view of c without cands, with the unavailable offerings, and the batch
+// to plan: the candidates' pods (unbound copies) and the cluster's pending pods.
+func newView(c *Cluster, cands []*Candidate, unavailable map[cloudprovider.OfferingKey]time.Time) (*View, []*corev1.Pod) {
+	v := &View{unavailable: unavailable}
 	removedClaims, removedNodes := sets.New[string](), sets.New[string]()
 	for _, cand := range cands {
 		removedClaims.Insert(cand.NodeClaim.Name)
@@ -164,7 +151,7 @@ func (v *View) set(c *Cluster, cands []*Candidate) []*corev1.Pod {
 		}
 	}
 	v.daemonSets = c.DaemonSets
-	return batch
+	return v, batch
 }
 
 // unbound is a copy of p as a pending pod, to be placed again.
@@ -185,31 +172,21 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 func (v *View) NodePools(context.Context) ([]*karpv1.NodePool, error) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
 	return v.nodePools, nil
 }
 
 func (v *View) NodeClaims(context.Context) ([]*karpv1.NodeClaim, error) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
 	return v.nodeClaims, nil
 }
 
 func (v *View) Nodes(context.Context) ([]*corev1.Node, error) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
 	return v.nodes, nil
 }
 
 func (v *View) Pods(context.Context) ([]*corev1.Pod, error) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
 	return v.pods, nil
 }
 
 func (v *View) DaemonSets(context.Context) ([]*appsv1.DaemonSet, error) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
 	return v.daemonSets, nil
 }

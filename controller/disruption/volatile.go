@@ -36,12 +36,15 @@ func (s *SolverSimulator) SetRequestPredictor(p RequestPredictor) {
 
 // predict applies the predictor to the moving pods of batch, which are the view's copies.
 func (s *SolverSimulator) predict(batch []*corev1.Pod, moving sets.Set[types.UID]) {
-	if s.predictor == nil {
+	s.mu.Lock()
+	predictor := s.predictor
+	s.mu.Unlock()
+	if predictor == nil {
 		return
 	}
 	for _, p := range batch {
 		if moving.Has(p.UID) {
-			s.predictor.Predict(p)
+			predictor.Predict(p)
 		}
 	}
 }

@@ -588,7 +588,6 @@ func offlinePlan(t *testing.T, env *framework.Env, c client.Client, w workload) 
 	offline := fake.NewClientset()
 	factory := informers.NewSharedInformerFactory(offline, 0)
 	s, err := solver.New(ctx, solver.Options{
-		State:         &solver.StaticState{NodePoolList: []*karpv1.NodePool{nodePool}, PodList: pods},
 		InstanceTypes: provider,
 		Profile:       profile,
 		Framework:     simulation.FrameworkOptions{Client: offline, InformerFactory: factory},
@@ -598,7 +597,7 @@ func offlinePlan(t *testing.T, env *framework.Env, c client.Client, w workload) 
 	}
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
-	plan, err := s.Plan(ctx, pods)
+	plan, err := s.Plan(ctx, &solver.StaticState{NodePoolList: []*karpv1.NodePool{nodePool}, PodList: pods}, pods)
 	if err != nil {
 		t.Fatalf("offline plan of %d pods: %v", len(pods), err)
 	}

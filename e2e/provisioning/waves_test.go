@@ -117,7 +117,6 @@ func singleBatchNodeClaims(t *testing.T, config, ns, pool string, names []string
 	offline := fake.NewClientset()
 	factory := informers.NewSharedInformerFactory(offline, 0)
 	s, err := solver.New(ctx, solver.Options{
-		State:         &solver.StaticState{NodePoolList: []*karpv1.NodePool{nodePool}, PodList: pods},
 		InstanceTypes: instanceTypes,
 		Profile:       profile,
 		Framework:     simulation.FrameworkOptions{Client: offline, InformerFactory: factory},
@@ -127,7 +126,7 @@ func singleBatchNodeClaims(t *testing.T, config, ns, pool string, names []string
 	}
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
-	plan, err := s.Plan(ctx, pods)
+	plan, err := s.Plan(ctx, &solver.StaticState{NodePoolList: []*karpv1.NodePool{nodePool}, PodList: pods}, pods)
 	if err != nil {
 		t.Fatalf("planning all %d pods at once: %v", len(pods), err)
 	}

@@ -2,7 +2,6 @@ package planner
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,12 +16,8 @@ var _ buffer.Planner = (*refreshingPlanner)(nil)
 
 // PlanWithVirtual plans pending pods with CapacityBuffers' virtual pods (see buffer.Planner).
 func (p *refreshingPlanner) PlanWithVirtual(ctx context.Context, pods, virtual []*corev1.Pod) (*simulation.Plan, sets.Set[types.UID], error) {
-	vp, ok := p.planner.(buffer.Planner)
-	if !ok {
-		return nil, nil, errors.New("the solver cannot plan capacity buffers")
-	}
 	if err := p.unavailable.refresh(ctx, time.Now()); err != nil {
 		return nil, nil, err
 	}
-	return vp.PlanWithVirtual(ctx, pods, virtual)
+	return p.solver.PlanWithVirtual(ctx, p.state, pods, virtual)
 }

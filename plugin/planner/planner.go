@@ -84,7 +84,6 @@ func (c *Config) New(ctx context.Context, opts plugin.PlannerOptions) (simulatio
 	}
 	unavailable := &unavailableOfferings{client: opts.Client, namespace: namespace}
 	s, err := solver.New(ctx, solver.Options{
-		State:         NewInformerState(cmpReader(opts.Cache, opts.Client), factory),
 		InstanceTypes: instanceTypes,
 		Profile:       profile,
 		OutOfTree:     c.OutOfTree,
@@ -107,7 +106,10 @@ func (c *Config) New(ctx context.Context, opts plugin.PlannerOptions) (simulatio
 		now = time.Now
 	}
 	notifier, _ := instanceTypes.(cloudprovider.AvailabilityNotifier)
-	return &refreshingPlanner{planner: s, unavailable: unavailable, factory: factory, overlaysSynced: overlaysSynced, now: now, notifier: notifier}, nil
+	return &refreshingPlanner{
+		solver: s, state: NewInformerState(cmpReader(opts.Cache, opts.Client), factory),
+		unavailable: unavailable, factory: factory, overlaysSynced: overlaysSynced, now: now, notifier: notifier,
+	}, nil
 }
 
 // cmpReader returns the first reader that is set.
@@ -129,10 +131,12 @@ func (c *Config) profile(name string) (*config.KubeSchedulerProfile, error) {
 	return simulation.LoadProfile(c.SchedulerConfigPath, name)
 }
 
-// refreshingPlanner re-reads the unavailable-offerings record before each batch, so offerings
-// the controller found exhausted are skipped for as long as it records them.
+// refreshingPlanner plans each batch with the solver on the scheduler's informers (state,
+// handed over per call), after re-reading the unavailable-offerings record, so offerings the
+// controller found exhausted are skipped for as long as it records them.
 type refreshingPlanner struct {
-	planner     simulation.Planner
+	solver      *solver.Solver
+	state       solver.ClusterState
 	unavailable *unavailableOfferings
 	factory     informers.SharedInformerFactory
 	// overlaysSynced reports whether the NodeOverlay informer has synced (true without one).
@@ -158,7 +162,7 @@ func (p *refreshingPlanner) Plan(ctx context.Context, pods []*corev1.Pod) (*simu
 	if err := p.unavailable.refresh(ctx, p.now()); err != nil {
 		return nil, err
 	}
-	return p.planner.Plan(ctx, pods)
+	return p.solver.Plan(ctx, p.state, pods)
 }
 
 var _ plugin.UnavailableOfferings = (*refreshingPlanner)(nil)
@@ -176,22 +180,13 @@ func (p *refreshingPlanner) OnOfferingsReturn(fn func(why string)) {
 	}
 }
 
-// disruptionPlanner is the solver's entry point that tries the cluster's nodes first.
-type disruptionPlanner interface {
-	PlanDisruption(ctx context.Context, pods []*corev1.Pod) (*simulation.Plan, error)
-}
-
 // PlanDisruption runs the solver's PlanDisruption after the same refresh as Plan: each pod is
 // first tried on the cluster's nodes with the real Filters, as kube-scheduler places a pod
 // before the Provisioner ever sees it, then planned as Plan plans it. joinery's offline
 // what-if simulation plans a snapshot's pending pods this way, with this very planner.
 func (p *refreshingPlanner) PlanDisruption(ctx context.Context, pods []*corev1.Pod) (*simulation.Plan, error) {
-	dp, ok := p.planner.(disruptionPlanner)
-	if !ok {
-		return nil, errors.New("the planner cannot try existing nodes first")
-	}
 	if err := p.unavailable.refresh(ctx, p.now()); err != nil {
 		return nil, err
 	}
-	return dp.PlanDisruption(ctx, pods)
+	return p.solver.PlanDisruption(ctx, p.state, pods)
 }

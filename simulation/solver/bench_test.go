@@ -223,7 +223,7 @@ func runBenchWith(b *testing.B, its cloudprovider.InstanceTypes, objects []runti
 
 // timePlans times s.Plan of batch. Unless unschedulable is allowed (reported as a metric
 // then), every pod must be planned.
-func timePlans(b *testing.B, s *Solver, its cloudprovider.InstanceTypes, batch []*corev1.Pod, unschedulable bool) {
+func timePlans(b *testing.B, s *testSolver, its cloudprovider.InstanceTypes, batch []*corev1.Pod, unschedulable bool) {
 	var plan *simulation.Plan
 	var elapsed time.Duration
 	for b.Loop() {

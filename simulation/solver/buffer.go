@@ -9,19 +9,17 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/joinery-dev/joinery/simulation"
-	"github.com/joinery-dev/joinery/simulation/buffer"
 )
-
-var _ buffer.Planner = (*Solver)(nil)
 
 // PlanWithVirtual plans pods as Plan does, then the virtual pods on what is left: first on
 // registered nodes (existing capacity), then, as any pod, on NodeClaims still launching and
-// on new NodeClaims. It reports which virtual pods fit registered, initialized
-// nodes (Plan.InFlight names their NodeClaim, or the node when no NodeClaim owns it).
-func (s *Solver) PlanWithVirtual(ctx context.Context, pods, virtual []*corev1.Pod) (*simulation.Plan, sets.Set[types.UID], error) {
+// on new NodeClaims, all on the cluster state shows. It reports which virtual pods fit
+// registered, initialized nodes (Plan.InFlight names their NodeClaim, or the node when no
+// NodeClaim owns it). It is buffer.Planner's PlanWithVirtual with the state per call.
+func (s *Solver) PlanWithVirtual(ctx context.Context, state ClusterState, pods, virtual []*corev1.Pod) (*simulation.Plan, sets.Set[types.UID], error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, err := s.newRun(ctx, append(slices.Clone(pods), virtual...))
+	r, err := s.newRun(ctx, state, append(slices.Clone(pods), virtual...))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -33,7 +31,7 @@ func (s *Solver) PlanWithVirtual(ctx context.Context, pods, virtual []*corev1.Po
 		if err := ctx.Err(); err != nil {
 			return false, err
 		}
-		delete(r.plan.Unschedulable, pod.UID)
+		r.settle(pod)
 		if err := r.place(ctx, pod); err != nil {
 			return false, err
 		}

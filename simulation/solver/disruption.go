@@ -14,16 +14,16 @@ import (
 )
 
 // PlanDisruption plans where the pods of nodes about to be disrupted would go. The caller's
-// ClusterState leaves those nodes (and their NodeClaims) out and lists pods as unbound copies.
+// state leaves those nodes (and their NodeClaims) out and lists pods as unbound copies.
 // Unlike Plan, which only sees pods that kube-scheduler could not place, each pod is first
 // tried on every registered, ready node of the state, as kube-scheduler would place it once
 // evicted: Plan.InFlight then maps such a pod to that node's NodeClaim (or to the node's name
 // when no NodeClaim owns it). The rest go, as in Plan, onto NodeClaims still launching and
 // onto new NodeClaims (the replacements), or are Unschedulable with the reason.
-func (s *Solver) PlanDisruption(ctx context.Context, pods []*corev1.Pod) (*simulation.Plan, error) {
+func (s *Solver) PlanDisruption(ctx context.Context, state ClusterState, pods []*corev1.Pod) (*simulation.Plan, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, err := s.newRun(ctx, pods)
+	r, err := s.newRun(ctx, state, pods)
 	if err != nil {
 		return nil, err
 	}
@@ -50,11 +50,11 @@ func (r *run) planDisruption(ctx context.Context, pods []*corev1.Pod) (*simulati
 // PlanDisruptionWithout is PlanDisruption for several plans over one cluster that differ only
 // in the nodes they take away: the cluster, read from base (its nodes and bound pods), is
 // loaded into the snapshot on the first call for key and kept; each call forks it, removes
-// the nodes named in removed with their pods, plans pods as PlanDisruption does, and reverts
-// the fork. The solver's State must read as base without removed and their pods (and with the
-// pods to plan unbound), and the Unavailable offerings must be those of the key's first call.
+// the nodes named in removed with their pods, plans pods as PlanDisruption does on state, and
+// reverts the fork. state must read as base without removed and their pods (and with the pods
+// to plan unbound), and the unavailable offerings must be those of the key's first call.
 // Plan, PlanDisruption or another key in between load afresh.
-func (s *Solver) PlanDisruptionWithout(ctx context.Context, key any, base ClusterState, removed []string, pods []*corev1.Pod) (*simulation.Plan, error) {
+func (s *Solver) PlanDisruptionWithout(ctx context.Context, key any, base, state ClusterState, removed []string, pods []*corev1.Pod) (*simulation.Plan, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if key == nil || s.base != key {
@@ -79,7 +79,7 @@ func (s *Solver) PlanDisruptionWithout(ctx context.Context, key any, base Cluste
 			return nil, fmt.Errorf("removing node %s from the snapshot: %w", name, err)
 		}
 	}
-	r, err := s.newRun(ctx, pods)
+	r, err := s.newRun(ctx, state, pods)
 	if err != nil {
 		return nil, err
 	}
@@ -111,8 +111,8 @@ func (s *Solver) loadBase(ctx context.Context, state ClusterState) error {
 	if err := s.engine.Reset(nodes, pods); err != nil {
 		return fmt.Errorf("loading cluster into the snapshot: %w", err)
 	}
-	r := &run{s: s, engine: s.engine}
-	if r.pools, _, err = s.readyPools(ctx, nodePools, nodeClaims); err != nil {
+	r := &run{s: s, engine: s.engine, state: state}
+	if r.pools, _, err = s.readyPools(ctx, nodePools, nodeClaims, s.unavailableIn(state)); err != nil {
 		return err
 	}
 	return r.addDomains()
@@ -122,11 +122,11 @@ func (s *Solver) loadBase(ctx context.Context, state ClusterState) error {
 // (if any) is initialized to the nodes place tries first (those still initializing are there
 // already).
 func (r *run) useRegisteredNodes(ctx context.Context) error {
-	nodes, err := r.s.opts.State.Nodes(ctx)
+	nodes, err := r.state.Nodes(ctx)
 	if err != nil {
 		return fmt.Errorf("listing nodes: %w", err)
 	}
-	nodeClaims, err := r.s.opts.State.NodeClaims(ctx)
+	nodeClaims, err := r.state.NodeClaims(ctx)
 	if err != nil {
 		return fmt.Errorf("listing nodeclaims: %w", err)
 	}

@@ -123,14 +123,12 @@ func TestPlanDisruptionWithout(t *testing.T) {
 		return st, batch
 	}
 	its := kwokTypes(t)
-	forkedState := &StaticState{}
-	forked := newTestSolver(t, forkedState, its)
+	forked := newTestSolver(t, nil, its).Solver
 	base, _ := view()
 	key := new(int)
 	for i, removed := range [][]string{{"n0"}, {"n0", "n1"}, {"n3"}, {"n0", "n1", "n2", "n3", "n4"}, {"n5"}, {"n0"}} {
 		st, batch := view(removed...)
-		*forkedState = *st
-		got, err := forked.PlanDisruptionWithout(context.Background(), key, base, removed, batch)
+		got, err := forked.PlanDisruptionWithout(context.Background(), key, base, st, removed, batch)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,8 +141,7 @@ func TestPlanDisruptionWithout(t *testing.T) {
 		}
 		if i == 2 {
 			// Another plan in between reloads the base on the next call.
-			*forkedState = *base
-			if _, err := forked.Plan(context.Background(), nil); err != nil {
+			if _, err := forked.Plan(context.Background(), base, nil); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -47,7 +47,7 @@ func claiming(claim string) podOption {
 
 // planWithClaims plans batch, again until DynamicResources has seen the claims: they reach
 // it through an assume cache that the informer fills after its own cache has synced.
-func planWithClaims(t testing.TB, s *Solver, batch []*corev1.Pod) *simulation.Plan {
+func planWithClaims(t testing.TB, s *testSolver, batch []*corev1.Pod) *simulation.Plan {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 
@@ -169,15 +170,35 @@ func withMinValues(p MinValuesPolicy) solverOption {
 	return func(o *Options) { o.MinValuesPolicy = p }
 }
 
-// newTestSolver builds a solver over state with the default profile and a fake clientset.
-func newTestSolver(tb testing.TB, state *StaticState, its cloudprovider.InstanceTypes, opts ...solverOption) *Solver {
+// testSolver is a solver and the test's state, which its Plan, PlanDisruption and
+// PlanWithVirtual hand the solver on each call (tests may change it between calls).
+type testSolver struct {
+	*Solver
+	state *StaticState
+}
+
+func (s *testSolver) Plan(ctx context.Context, pods []*corev1.Pod) (*simulation.Plan, error) {
+	return s.Solver.Plan(ctx, s.state, pods)
+}
+
+func (s *testSolver) PlanDisruption(ctx context.Context, pods []*corev1.Pod) (*simulation.Plan, error) {
+	return s.Solver.PlanDisruption(ctx, s.state, pods)
+}
+
+func (s *testSolver) PlanWithVirtual(ctx context.Context, pods, virtual []*corev1.Pod) (*simulation.Plan, sets.Set[types.UID], error) {
+	return s.Solver.PlanWithVirtual(ctx, s.state, pods, virtual)
+}
+
+// newTestSolver builds a solver with the default profile and a fake clientset, planning over
+// state.
+func newTestSolver(tb testing.TB, state *StaticState, its cloudprovider.InstanceTypes, opts ...solverOption) *testSolver {
 	tb.Helper()
 	return newTestSolverWith(tb, state, its, nil, opts...)
 }
 
 // newTestSolverWith is newTestSolver with objects (volumes, storage classes) in the fake
 // clientset the plugins read.
-func newTestSolverWith(tb testing.TB, state *StaticState, its cloudprovider.InstanceTypes, objects []runtime.Object, opts ...solverOption) *Solver {
+func newTestSolverWith(tb testing.TB, state *StaticState, its cloudprovider.InstanceTypes, objects []runtime.Object, opts ...solverOption) *testSolver {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	tb.Cleanup(cancel)
@@ -188,7 +209,7 @@ func newTestSolverWith(tb testing.TB, state *StaticState, its cloudprovider.Inst
 	client := fake.NewClientset(objects...)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	o := Options{
-		State: state, InstanceTypes: staticTypes(its), Profile: profile,
+		InstanceTypes: staticTypes(its), Profile: profile,
 		Framework: simulation.FrameworkOptions{Client: client, InformerFactory: factory},
 	}
 	for _, opt := range opts {
@@ -200,7 +221,7 @@ func newTestSolverWith(tb testing.TB, state *StaticState, its cloudprovider.Inst
 	}
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
-	return s
+	return &testSolver{Solver: s, state: state}
 }
 
 // planAndVerify plans batch, with objects in the cluster besides state, and runs the

@@ -1,12 +1,14 @@
 package solver
 
+import "github.com/joinery-dev/joinery/simulation"
+
 // memo is what pods of one equivalence class learn for one attempt and share with their
 // siblings.
 type memo struct {
 	// failed[i]: claim i cannot take the attempt, now or later.
 	failed []bool
 	// noNew, when set, is why no new NodeClaim can take a monotone attempt.
-	noNew string
+	noNew []simulation.NodePoolReason
 	pools map[*pool]*poolFit
 	// shapes are the new-node shapes per NodePool and open keys (see newShapes).
 	shapes map[*pool]map[string][]newShape

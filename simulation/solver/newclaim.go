@@ -12,13 +12,15 @@ import (
 
 	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/scheduling"
+	"github.com/joinery-dev/joinery/simulation"
 )
 
 // poolFit is what a NodePool offers one attempt, whatever else the batch plans.
 type poolFit struct {
 	merged scheduling.Requirements
 	its    cloudprovider.InstanceTypes
-	why    string
+	// why, when not nil, is why the NodePool cannot take the attempt.
+	why *simulation.NodePoolReason
 }
 
 func (r *run) poolFit(p *pool, a attempt, m *memo) *poolFit {
@@ -27,25 +29,27 @@ func (r *run) poolFit(p *pool, a attempt, m *memo) *poolFit {
 	}
 	f := &poolFit{}
 	m.pools[p] = f
+	fail := func(kind simulation.ReasonKind, format string, args ...any) *poolFit {
+		why := poolReason(p.np.Name, kind, fmt.Sprintf(format, args...))
+		f.why = &why
+		return f
+	}
 	for i := range p.np.Spec.Template.Spec.Taints {
 		taint := &p.np.Spec.Template.Spec.Taints[i]
 		if taint.Effect == corev1.TaintEffectPreferNoSchedule {
 			continue
 		}
 		if !corev1helpers.TolerationsTolerateTaint(klog.Background(), a.pod.Spec.Tolerations, taint, false) {
-			f.why = fmt.Sprintf("nodepool %q: taint %s not tolerated", p.np.Name, taint.ToString())
-			return f
+			return fail(simulation.ReasonRequirements, "taint %s not tolerated", taint.ToString())
 		}
 	}
 	if a.avoidSoftTaints {
 		if taint := untoleratedSoftTaint(p.np.Spec.Template.Spec.Taints, a.pod); taint != nil {
-			f.why = fmt.Sprintf("nodepool %q: taint %s not tolerated (relaxed last)", p.np.Name, taint.ToString())
-			return f
+			return fail(simulation.ReasonRequirements, "taint %s not tolerated (relaxed last)", taint.ToString())
 		}
 	}
 	if err := p.reqs.Compatible(a.reqs, scheduling.WellKnownLabels); err != nil {
-		f.why = fmt.Sprintf("nodepool %q: incompatible requirements: %v", p.np.Name, err)
-		return f
+		return fail(simulation.ReasonRequirements, "incompatible requirements: %v", err)
 	}
 	f.merged = p.reqs.Clone()
 	for _, q := range a.reqs {
@@ -56,12 +60,15 @@ func (r *run) poolFit(p *pool, a attempt, m *memo) *poolFit {
 		f.its = p.its.Compatible(f.merged)
 	}
 	if len(f.its) == 0 {
-		f.why = fmt.Sprintf("nodepool %q: no instance type meets the requirements %s", p.np.Name, f.merged)
-		return f
+		kind := simulation.ReasonRequirements
+		if onlyUnavailable(p.offered, f.merged) {
+			kind = simulation.ReasonUnavailableOfferings
+		}
+		return fail(kind, "no instance type meets the requirements %s", f.merged)
 	}
 	if r.s.opts.MinValuesPolicy == MinValuesStrict {
 		if err := f.its.MinValuesShortfall(f.merged); err != nil {
-			f.why = fmt.Sprintf("nodepool %q: %v", p.np.Name, err)
+			return fail(simulation.ReasonRequirements, "%v", err)
 		}
 	}
 	return f
@@ -79,41 +86,58 @@ func untoleratedSoftTaint(taints []corev1.Taint, pod *corev1.Pod) *corev1.Taint 
 	return nil
 }
 
+// onlyUnavailable reports whether some instance type of its meets reqs through an offering
+// that is only known not to launch: were it available, reqs would leave types.
+func onlyUnavailable(its cloudprovider.InstanceTypes, reqs scheduling.Requirements) bool {
+	for _, it := range its {
+		if it.Requirements.Intersects(reqs) != nil {
+			continue
+		}
+		for _, o := range it.Offerings {
+			if !o.Available && o.CompatibleWith(reqs) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // tryNew opens a new claim for pod from the first NodePool, by weight, whose node the Filters
-// accept it on. It returns why none did.
-func (r *run) tryNew(ctx context.Context, pod *corev1.Pod, a attempt, m *memo, open openKeys, req vec) (bool, string, error) {
-	var reasons []string
+// accept it on. It returns why none did, NodePool by NodePool.
+func (r *run) tryNew(ctx context.Context, pod *corev1.Pod, a attempt, m *memo, open openKeys, req vec) (bool, []simulation.NodePoolReason, error) {
+	var reasons []simulation.NodePoolReason
 	if len(r.pools) == 0 {
-		return false, "no NodePool is ready", nil
+		return false, []simulation.NodePoolReason{noPoolReady}, nil
 	}
 	for _, p := range r.pools {
 		if p.np.Spec.Replicas != nil {
 			// A static NodePool's count is its replicas: pods may land on its nodes, but only
 			// the static controller adds NodeClaims to it.
-			reasons = append(reasons, fmt.Sprintf("nodepool %q is static (spec.replicas)", p.np.Name))
+			reasons = append(reasons, simulation.NodePoolReason{NodePool: p.np.Name, Kind: simulation.ReasonStatic,
+				Message: "is static (spec.replicas)", Text: fmt.Sprintf("nodepool %q is static (spec.replicas)", p.np.Name)})
 			continue
 		}
 		f := r.poolFit(p, a, m)
-		if f.why != "" {
-			reasons = append(reasons, f.why)
+		if f.why != nil {
+			reasons = append(reasons, *f.why)
 			continue
 		}
 		if !r.alloc.anyFits(f.its, req) {
-			reasons = append(reasons, fmt.Sprintf("nodepool %q: no instance type fits the pod's requests (%s)", p.np.Name, describe(req.list())))
+			reasons = append(reasons, poolReason(p.np.Name, simulation.ReasonNoInstanceType, fmt.Sprintf("no instance type fits the pod's requests (%s)", describe(req.list()))))
 			continue
 		}
 		its := withinLimits(f.its, p.remaining())
 		if !r.alloc.anyFits(its, req) {
-			reasons = append(reasons, fmt.Sprintf("nodepool %q: limits reached", p.np.Name))
+			reasons = append(reasons, poolReason(p.np.Name, simulation.ReasonLimits, "limits reached"))
 			continue
 		}
 		placed, why, err := r.tryNewOf(ctx, pod, a, m, open, p, f.merged, its, req)
 		if err != nil || placed {
-			return placed, "", err
+			return placed, nil, err
 		}
-		reasons = append(reasons, fmt.Sprintf("nodepool %q: %s", p.np.Name, why))
+		reasons = append(reasons, poolReason(p.np.Name, simulation.ReasonNoInstanceType, why))
 	}
-	return false, strings.Join(reasons, "; "), nil
+	return false, reasons, nil
 }
 
 // newShape is one combination of a new node's open labels: its requirements and the

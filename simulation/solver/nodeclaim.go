@@ -39,7 +39,7 @@ func (r *run) finish() (*simulation.Plan, error) {
 		if err != nil {
 			// The pods were planned onto a claim that cannot be published: say why.
 			for _, pod := range c.pods {
-				r.plan.Unschedulable[pod.UID] = fmt.Sprintf("no NodePool fits: nodepool %q: %v", c.pool.np.Name, err)
+				r.unschedulable(pod, []simulation.NodePoolReason{poolReason(c.pool.np.Name, simulation.ReasonNoInstanceType, err.Error())})
 			}
 			continue
 		}
@@ -189,7 +189,7 @@ func StaticNodeClaim(np *karpv1.NodePool, its []*cloudprovider.InstanceType, opt
 	}
 	s := &Solver{opts: opts}
 	p := &pool{np: np, reqs: poolRequirements(np)}
-	p.its = cloudprovider.InstanceTypes(s.withoutUnavailable(its)).Compatible(p.reqs).OrderByPrice(p.reqs)
+	p.its = withoutUnavailable(its, opts.Unavailable).Compatible(p.reqs).OrderByPrice(p.reqs)
 	if len(p.its) == 0 {
 		return nil, fmt.Errorf("nodepool %q: no instance type meets its requirements %s", np.Name, p.reqs)
 	}

@@ -27,6 +27,9 @@ type pool struct {
 	reqs scheduling.Requirements
 	// its are the instance types compatible with reqs, cheapest first.
 	its cloudprovider.InstanceTypes
+	// offered are all the NodePool's instance types, offerings known not to launch marked
+	// unavailable: what tells unavailable offerings from requirements when its runs out.
+	offered cloudprovider.InstanceTypes
 	// used is what the NodePool's existing NodeClaims hold, counted against limits.
 	used corev1.ResourceList
 	// claims are this batch's new NodeClaims of the pool, which also count against limits.
@@ -34,29 +37,30 @@ type pool struct {
 }
 
 // readyPools returns the NodePools that can be provisioned for, by weight (then name), and a
-// reason for each one skipped.
-func (s *Solver) readyPools(ctx context.Context, nodePools []*karpv1.NodePool, nodeClaims []*karpv1.NodeClaim) ([]*pool, []string, error) {
+// reason for each one skipped. Offerings unavailable reports are marked unavailable.
+func (s *Solver) readyPools(ctx context.Context, nodePools []*karpv1.NodePool, nodeClaims []*karpv1.NodeClaim, unavailable UnavailableFunc) ([]*pool, []simulation.NodePoolReason, error) {
 	sorted := slices.Clone(nodePools)
 	slices.SortFunc(sorted, func(a, b *karpv1.NodePool) int {
 		return cmp.Or(cmp.Compare(weight(b), weight(a)), cmp.Compare(a.Name, b.Name))
 	})
 	var pools []*pool
-	var skipped []string
+	var skipped []simulation.NodePoolReason
 	for _, np := range sorted {
 		if np.DeletionTimestamp != nil {
 			continue
 		}
 		if cond := meta.FindStatusCondition(np.Status.Conditions, "Ready"); cond != nil && cond.Status != metav1.ConditionTrue {
-			skipped = append(skipped, fmt.Sprintf("nodepool %q is not ready (%s)", np.Name, cond.Reason))
+			skipped = append(skipped, skippedPool(np.Name, fmt.Sprintf("is not ready (%s)", cond.Reason), " "))
 			continue
 		}
 		its, err := s.opts.InstanceTypes.GetInstanceTypes(ctx, np)
 		if err != nil {
-			skipped = append(skipped, fmt.Sprintf("nodepool %q: instance types: %v", np.Name, err))
+			skipped = append(skipped, skippedPool(np.Name, fmt.Sprintf("instance types: %v", err), ": "))
 			continue
 		}
 		p := &pool{np: np, reqs: poolRequirements(np)}
-		p.its = cloudprovider.InstanceTypes(s.withoutUnavailable(its)).Compatible(p.reqs).OrderByPrice(p.reqs)
+		p.offered = withoutUnavailable(its, unavailable)
+		p.its = p.offered.Compatible(p.reqs).OrderByPrice(p.reqs)
 		p.used = usage(np.Name, nodeClaims, its)
 		pools = append(pools, p)
 	}
@@ -95,17 +99,32 @@ func poolRequirements(np *karpv1.NodePool) scheduling.Requirements {
 	return reqs
 }
 
-// withoutUnavailable returns its with the offerings the Unavailable predicate names marked
-// unavailable; instance types are copied only when one of their offerings changes.
-func (s *Solver) withoutUnavailable(its []*cloudprovider.InstanceType) []*cloudprovider.InstanceType {
-	if s.opts.Unavailable == nil {
+// unavailableIn is the offerings a plan over state skips: Options.Unavailable's and, for an
+// OfferingState, the state's own record (nil: none).
+func (s *Solver) unavailableIn(state ClusterState) UnavailableFunc {
+	own, _ := state.(OfferingState)
+	switch {
+	case own == nil:
+		return s.opts.Unavailable
+	case s.opts.Unavailable == nil:
+		return own.OfferingUnavailable
+	}
+	return func(capacityType, instanceType, zone string) bool {
+		return s.opts.Unavailable(capacityType, instanceType, zone) || own.OfferingUnavailable(capacityType, instanceType, zone)
+	}
+}
+
+// withoutUnavailable returns its with the offerings unavailable names marked unavailable;
+// instance types are copied only when one of their offerings changes.
+func withoutUnavailable(its []*cloudprovider.InstanceType, unavailable UnavailableFunc) cloudprovider.InstanceTypes {
+	if unavailable == nil {
 		return its
 	}
-	out := make([]*cloudprovider.InstanceType, 0, len(its))
+	out := make(cloudprovider.InstanceTypes, 0, len(its))
 	for _, it := range its {
 		var offerings cloudprovider.Offerings
 		for i, o := range it.Offerings {
-			if o.Available && s.opts.Unavailable(o.CapacityType(), it.Name, o.Zone()) {
+			if o.Available && unavailable(o.CapacityType(), it.Name, o.Zone()) {
 				if offerings == nil {
 					offerings = slices.Clone(it.Offerings)
 				}

@@ -75,8 +75,11 @@ func (o Options) WithPolicies(p Policies) Options {
 	return o
 }
 
-// ClusterState is what the solver reads of the cluster at the start of each Plan. The plugin
-// backs it with informer listers; tests with slices (StaticState).
+// ClusterState is the cluster one planning call reads: every call (Plan, PlanDisruption,
+// PlanWithVirtual, PlanDisruptionWithout) takes its own, so the solver holds no cluster
+// between calls and callers never point it at one. The plugin backs it with informer
+// listers; joinery-controller with an immutable view of one simulation; tests with slices
+// (StaticState).
 type ClusterState interface {
 	NodePools(ctx context.Context) ([]*karpv1.NodePool, error)
 	// NodeClaims returns every NodeClaim; those without a registered Node are in flight.
@@ -86,6 +89,14 @@ type ClusterState interface {
 	// onto in-flight NodeClaims (simulation.PlannedPodsAnnotationKey).
 	Pods(ctx context.Context) ([]*corev1.Pod, error)
 	DaemonSets(ctx context.Context) ([]*appsv1.DaemonSet, error)
+}
+
+// OfferingState is a ClusterState that carries its own record of offerings known not to
+// launch, read together with the cluster (joinery-controller reads its record once per
+// simulation). A plan over it skips those offerings as well as Options.Unavailable's.
+type OfferingState interface {
+	ClusterState
+	OfferingUnavailable(capacityType, instanceType, zone string) bool
 }
 
 // StaticState is a ClusterState over fixed slices.
@@ -117,7 +128,6 @@ type UnavailableFunc func(capacityType, instanceType, zone string) bool
 
 // Options build a Solver.
 type Options struct {
-	State         ClusterState
 	InstanceTypes cloudprovider.InstanceTypeLister
 	// Profile is the scheduler profile whose Filters decide fits; OutOfTree the plugins
 	// compiled into the binary; Framework the client and informers the plugins need.
@@ -130,7 +140,9 @@ type Options struct {
 	// MaxInstanceTypes bounds each NodeClaim's instance types (more if minValues needs);
 	// DefaultMaxInstanceTypes when zero.
 	MaxInstanceTypes int
-	// Unavailable may be nil.
+	// Unavailable, when not nil, is a record of offerings known not to launch that outlives
+	// plans (joinery-scheduler's, which refreshes itself); each plan also skips those of its
+	// state when it is an OfferingState.
 	Unavailable UnavailableFunc
 	// IgnoreDRARequests (Karpenter's IGNORE_DRA_REQUESTS) leaves pods' resource claims out of
 	// the simulation, as Karpenter does: DynamicResources does not run, and nodes are chosen
@@ -149,9 +161,6 @@ func (o *Options) defaultAndValidate() error {
 		o.MaxInstanceTypes = DefaultMaxInstanceTypes
 	}
 	var errs []error
-	if o.State == nil {
-		errs = append(errs, errors.New("cluster state is required"))
-	}
 	if o.InstanceTypes == nil {
 		errs = append(errs, errors.New("an instance type source is required"))
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -20,7 +19,7 @@ func (r *run) place(ctx context.Context, pod *corev1.Pod) error {
 		return err
 	}
 	req := podVec(pod)
-	var reasons []string
+	var reasons []simulation.NodePoolReason
 	// failed holds the preference sets the pod did not fit with: a superset cannot fit either
 	// (each kept preference is one more required constraint), so it is not tried.
 	var failed []uint64
@@ -39,8 +38,8 @@ func (r *run) place(ctx context.Context, pod *corev1.Pod) error {
 		if err != nil || placed {
 			return err
 		}
-		if m.noNew != "" {
-			reasons = []string{m.noNew}
+		if m.noNew != nil {
+			reasons = m.noNew
 			continue
 		}
 		placed, why, err := r.tryNew(ctx, pod, a, m, open, req)
@@ -50,10 +49,9 @@ func (r *run) place(ctx context.Context, pod *corev1.Pod) error {
 		if a.monotone {
 			m.noNew = why
 		}
-		reasons = []string{why}
+		reasons = why
 	}
-	reasons = append(reasons, r.skipped...)
-	r.plan.Unschedulable[pod.UID] = "no NodePool fits: " + strings.Join(reasons, "; ")
+	r.unschedulable(pod, append(slices.Clip(reasons), r.skipped...))
 	return nil
 }
 

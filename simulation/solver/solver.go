@@ -17,8 +17,9 @@ import (
 	"github.com/joinery-dev/joinery/simulation"
 )
 
-// Solver plans capacity for pending pods. Plan calls are serialized: the solver owns one
-// simulation engine, reset to the cluster's state at the start of each Plan.
+// Solver plans capacity for pending pods. Each planning call takes the cluster it plans on
+// (a ClusterState); calls are serialized, since the solver owns one simulation engine, reset
+// to the call's cluster at its start.
 type Solver struct {
 	opts    Options
 	mu      sync.Mutex
@@ -29,8 +30,6 @@ type Solver struct {
 	base   any
 	forked bool
 }
-
-var _ simulation.Planner = (*Solver)(nil)
 
 // New builds a solver and its engine. Start opts.Framework.InformerFactory (and wait for its
 // caches) after New returns, as for simulation.NewEngine.
@@ -59,11 +58,12 @@ func New(ctx context.Context, opts Options) (*Solver, error) {
 
 // Plan decides where pods go: back to kube-scheduler when a registered node takes them now
 // (Plan.Retry), onto NodeClaims still launching (Plan.InFlight), onto new NodeClaims
-// (Plan.NewNodeClaims), or nowhere (Plan.Unschedulable, with the reason).
-func (s *Solver) Plan(ctx context.Context, pods []*corev1.Pod) (*simulation.Plan, error) {
+// (Plan.NewNodeClaims), or nowhere (Plan.Unschedulable, with the reason), on the cluster state
+// shows.
+func (s *Solver) Plan(ctx context.Context, state ClusterState, pods []*corev1.Pod) (*simulation.Plan, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, err := s.newRun(ctx, pods)
+	r, err := s.newRun(ctx, state, pods)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +79,7 @@ func (s *Solver) Plan(ctx context.Context, pods []*corev1.Pod) (*simulation.Plan
 			return false, err
 		}
 		// A pod tried again drops the reason of its last round; place sets a new one.
-		delete(r.plan.Unschedulable, pod.UID)
+		r.settle(pod)
 		if err := r.place(ctx, pod); err != nil {
 			return false, err
 		}
@@ -126,9 +126,11 @@ func waitsForPartners(pod *corev1.Pod) bool {
 type run struct {
 	s      *Solver
 	engine *simulation.Engine
-	pools  []*pool
+	// state is the cluster the call plans on.
+	state ClusterState
+	pools []*pool
 	// skipped explains NodePools left out (not ready, no instance types).
-	skipped []string
+	skipped []simulation.NodePoolReason
 	claims  []*claim
 	// plannedOn maps a pending pod to the in-flight claim it was planned onto earlier.
 	plannedOn map[types.UID]*claim
@@ -185,8 +187,7 @@ func sortedPods(pods []*corev1.Pod) []*corev1.Pod {
 	return out
 }
 
-func (s *Solver) newRun(ctx context.Context, pending []*corev1.Pod) (*run, error) {
-	st := s.opts.State
+func (s *Solver) newRun(ctx context.Context, st ClusterState, pending []*corev1.Pod) (*run, error) {
 	nodePools, err := st.NodePools(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing nodepools: %w", err)
@@ -217,6 +218,7 @@ func (s *Solver) newRun(ctx context.Context, pending []*corev1.Pod) (*run, error
 	r := &run{
 		s:                s,
 		engine:           s.engine,
+		state:            st,
 		plannedOn:        map[types.UID]*claim{},
 		alloc:            allocatables{},
 		memos:            map[string]*memo{},
@@ -228,6 +230,7 @@ func (s *Solver) newRun(ctx context.Context, pending []*corev1.Pod) (*run, error
 			InFlight:      map[types.UID]string{},
 			Retry:         map[types.UID]string{},
 			Unschedulable: map[types.UID]string{},
+			Reasons:       map[types.UID][]simulation.NodePoolReason{},
 		},
 	}
 	for _, p := range pending {
@@ -245,7 +248,7 @@ func (s *Solver) newRun(ctx context.Context, pending []*corev1.Pod) (*run, error
 		}
 	}
 	r.daemons = daemonPods(daemonSets)
-	if r.pools, r.skipped, err = s.readyPools(ctx, nodePools, nodeClaims); err != nil {
+	if r.pools, r.skipped, err = s.readyPools(ctx, nodePools, nodeClaims, s.unavailableIn(st)); err != nil {
 		return nil, err
 	}
 	r.plan.Incompatible = s.incompatible(r.pools)

@@ -14,8 +14,8 @@ type costReport struct {
 	Lines []whatif.CostLine `json:"lines"`
 	// Total is the cost per hour of every NodeClaim.
 	Total float64 `json:"total"`
-	// Consolidation is what the next disruption pass would do, and Savings what it saves
-	// per hour.
+	// Consolidation is what the next disruption pass would do (every command it chooses),
+	// and Savings what its commands save together per hour.
 	Consolidation *whatif.Disruption `json:"consolidation"`
 	Savings       float64            `json:"savings"`
 }
@@ -78,15 +78,28 @@ func costTable(p *printer, rep *costReport) {
 	}
 	p.row("TOTAL", "", "", "", money(rep.Total), "", "")
 	d := rep.Consolidation
-	if d.Method == "" {
+	switch len(d.Commands) {
+	case 0:
 		p.section("Next disruption pass: nothing to do")
-		return
+	case 1:
+		cmd := d.Commands[0]
+		p.section(fmt.Sprintf("Next disruption pass: %s %s %s, saves %s/hour", cmd.Method, cmd.Decision, nodesOf(cmd), money(cmd.Savings)))
+	default:
+		p.section(fmt.Sprintf("Next disruption pass: %d commands, saves %s/hour", len(d.Commands), money(rep.Savings)),
+			"METHOD", "DECISION", "NODES", "SAVES")
+		for _, cmd := range d.Commands {
+			p.row(cmd.Method, cmd.Decision, nodesOf(cmd), money(cmd.Savings))
+		}
 	}
+}
+
+// nodesOf lists the nodes cmd removes.
+func nodesOf(cmd whatif.DisruptionCommand) string {
 	var nodes []string
-	for _, n := range d.Nodes {
+	for _, n := range cmd.Nodes {
 		nodes = append(nodes, n.Node)
 	}
-	p.section(fmt.Sprintf("Next disruption pass: %s %s %s, saves %s/hour", d.Method, d.Decision, list(nodes, 5), money(rep.Savings)))
+	return list(nodes, 5)
 }
 
 func dash(s string) string {

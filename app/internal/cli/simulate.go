@@ -173,13 +173,20 @@ func nodeClaimsTable(p *printer, title string, ncs []whatif.NodeClaim) {
 	}
 }
 
+// disruptionTable prints every command of the pass, titled "Disruption" when it is the only
+// one and "Disruption i of n" when the pass chooses several.
 func disruptionTable(p *printer, dis *whatif.Disruption) {
-	if dis.Method == "" {
+	if len(dis.Commands) == 0 {
 		p.section("Disruption: none")
-	} else {
-		p.section(fmt.Sprintf("Disruption: %s, %s (%s), saves %s/hour", dis.Method, dis.Decision, dis.Reason, money(dis.Savings)),
+	}
+	for i, cmd := range dis.Commands {
+		title := "Disruption"
+		if len(dis.Commands) > 1 {
+			title = fmt.Sprintf("Disruption %d of %d", i+1, len(dis.Commands))
+		}
+		p.section(fmt.Sprintf("%s: %s, %s (%s), saves %s/hour", title, cmd.Method, cmd.Decision, cmd.Reason, money(cmd.Savings)),
 			"NODECLAIM", "NODE", "NODEPOOL", "OFFERING", "PRICE", "PODS MOVED")
-		for _, n := range dis.Nodes {
+		for _, n := range cmd.Nodes {
 			offering, price := "-", "-"
 			if n.Offering != nil {
 				offering = n.Offering.InstanceType + "/" + n.Offering.Zone + "/" + n.Offering.CapacityType
@@ -191,8 +198,8 @@ func disruptionTable(p *printer, dis *whatif.Disruption) {
 			}
 			p.row(n.NodeClaim, n.Node, n.NodePool, offering, price, list(moves, 5))
 		}
-		if len(dis.Replacements) > 0 {
-			nodeClaimsTable(p, "Replacements", dis.Replacements)
+		if len(cmd.Replacements) > 0 {
+			nodeClaimsTable(p, "Replacements", cmd.Replacements)
 		}
 	}
 	if len(dis.Blocked) > 0 {
