@@ -17,6 +17,9 @@ type memo struct {
 	// host ports, required anti-affinity: simulation.RejectedForGood) to their labels'
 	// version; the rejection holds while that does.
 	forGood map[int]int
+	// affinity is the attempt's required pod affinity rule, whose rejections classes share
+	// (run.affinityMarks); set on the attempt's first tryClaims.
+	affinity *affinityRule
 }
 
 type spreadMark struct {

@@ -73,10 +73,8 @@ type candidate struct {
 // the others are tried one by one with their open labels narrowed, after every direct
 // candidate failed.
 func (r *run) tryClaims(ctx context.Context, pod *corev1.Pod, a attempt, m *memo, open openKeys, req vec) (bool, error) {
-	order := r.claims
-	if c, ok := r.plannedOn[pod.UID]; ok {
-		order = append([]*claim{c}, slices.DeleteFunc(slices.Clone(order), func(x *claim) bool { return x == c })...)
-	}
+	// A pod's earlier in-flight NodeClaim first; then the claims with room for it, in order.
+	order := r.claimsWithRoom(r.plannedOn[pod.UID], req)
 	direct, names, relabel := r.directBuf[:0], r.namesBuf[:0], r.relabelBuf[:0]
 	defer func() {
 		clear(direct)
@@ -87,6 +85,9 @@ func (r *run) tryClaims(ctx context.Context, pod *corev1.Pod, a attempt, m *memo
 	var epoch uint64
 	if !a.monotone {
 		epoch = r.engine.SpreadEpoch(ctx, a.pod)
+		if m.affinity == nil {
+			m.affinity = r.affinityRuleOf(a.pod)
+		}
 	}
 	var marks []simulation.Rejection
 	chunk := firstChunk
@@ -113,6 +114,8 @@ func (r *run) tryClaims(ctx context.Context, pod *corev1.Pod, a attempt, m *memo
 				m.spread[c.index] = spreadMark{epoch: epoch, labelsVersion: c.labelsVersion}
 			case mark == simulation.RejectedForGood:
 				m.forGood[c.index] = c.labelsVersion
+			case mark == simulation.RejectedByAffinity:
+				r.noteAffinityRejection(m, c)
 			}
 		}
 		if found < len(direct) {
@@ -122,8 +125,8 @@ func (r *run) tryClaims(ctx context.Context, pod *corev1.Pod, a attempt, m *memo
 		chunk = min(2*chunk, maxChunk)
 		return false, nil
 	}
-	for _, c := range order {
-		if m.hasFailed(c.index) || m.spreadRejects(c, epoch) || m.rejectsForGood(c) {
+	for c := range order {
+		if m.hasFailed(c.index) || m.spreadRejects(c, epoch) || m.rejectsForGood(c) || r.affinityRejects(m, c) {
 			continue
 		}
 		cand, ok := r.admits(c, a, req, open)
@@ -238,6 +241,8 @@ func (r *run) commit(ctx context.Context, pod *corev1.Pod, req vec, cand candida
 		}
 	}
 	c.pods = append(c.pods, pod)
+	r.noteRoom(c)
+	r.notePodAdded(c.domain)
 	if c.inFlight != nil {
 		r.plan.InFlight[pod.UID] = c.inFlight.Name
 	}

@@ -28,6 +28,9 @@ type Solver struct {
 	// none); forked says a plan runs in a fork of it, so newRun does not load the state.
 	base   any
 	forked bool
+	// exhaustive (tests only) makes tryClaims visit every claim: no room index, no
+	// rejections shared between classes, to show they change no plan.
+	exhaustive bool
 }
 
 var _ simulation.Planner = (*Solver)(nil)
@@ -157,6 +160,12 @@ type run struct {
 	namesBuf              []string
 	// csiVolumesOf caches podCSIVolumes.
 	csiVolumesOf map[types.UID]map[string]string
+	// rooms indexes the claims by room (claimsWithRoom).
+	rooms rooms
+	// affinityMarks are, per affinity rule, the claims rejected for it (affinityRejects);
+	// domainAdds counts the pods added during the run per topology key and value.
+	affinityMarks map[string]map[int]affinityMark
+	domainAdds    map[string]map[string]int
 }
 
 // sortedPods orders pods largest first (cpu, then memory), then by namespace and name, so that
@@ -220,6 +229,8 @@ func (s *Solver) newRun(ctx context.Context, pending []*corev1.Pod) (*run, error
 		plannedOn:        map[types.UID]*claim{},
 		alloc:            allocatables{},
 		memos:            map[string]*memo{},
+		affinityMarks:    map[string]map[int]affinityMark{},
+		domainAdds:       map[string]map[string]int{},
 		antiAffinityKeys: sets.New[string](),
 		topologyKeys:     sets.New[string](),
 		batch:            sets.New[types.UID](),
