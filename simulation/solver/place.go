@@ -85,8 +85,8 @@ func (r *run) tryClaims(ctx context.Context, pod *corev1.Pod, a attempt, m *memo
 	var epoch uint64
 	if !a.monotone {
 		epoch = r.engine.SpreadEpoch(ctx, a.pod)
-		if m.affinity == nil {
-			m.affinity = r.affinityRuleOf(a.pod)
+		if !m.affinityKnown {
+			m.affinity, m.affinityKnown = r.affinityRuleOf(a.pod), true
 		}
 	}
 	var marks []simulation.Rejection
@@ -111,11 +111,11 @@ func (r *run) tryClaims(ctx context.Context, pod *corev1.Pod, a attempt, m *memo
 			c := direct[i].c
 			switch {
 			case mark == simulation.RejectedBySpread && epoch != 0:
-				m.spread[c.index] = spreadMark{epoch: epoch, labelsVersion: c.labelsVersion}
+				m.markSpread(c, epoch)
 			case mark == simulation.RejectedForGood:
-				m.forGood[c.index] = c.labelsVersion
+				m.markForGood(c)
 			case mark == simulation.RejectedByAffinity:
-				r.noteAffinityRejection(m, c)
+				r.noteAffinityRejection(m.affinity, c)
 			}
 		}
 		if found < len(direct) {
@@ -126,7 +126,7 @@ func (r *run) tryClaims(ctx context.Context, pod *corev1.Pod, a attempt, m *memo
 		return false, nil
 	}
 	for c := range order {
-		if m.hasFailed(c.index) || m.spreadRejects(c, epoch) || m.rejectsForGood(c) || r.affinityRejects(m, c) {
+		if m.hasFailed(c.index) || m.spreadRejects(c, epoch) || m.rejectsForGood(c) || r.affinityRejects(m.affinity, c) {
 			continue
 		}
 		cand, ok := r.admits(c, a, req, open)

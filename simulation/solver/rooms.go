@@ -65,26 +65,44 @@ func (t *rooms) grow(n int) {
 	t.size, t.tree = size, tree
 }
 
-// next returns the first claim index from from on whose room holds need, or -1.
+// next returns the first claim index from from on whose room holds need, or -1. It climbs
+// from the leaf to the next subtree on its right that may hold need, then descends into it:
+// a claim close to from is found in a few steps.
 func (t *rooms) next(from int, need room) int {
 	if from >= t.n {
 		return -1
 	}
-	return t.find(1, 0, t.size, from, need)
+	j := t.size + from
+	if t.tree[j].holds(need) {
+		return from
+	}
+	for {
+		for j%2 == 1 { // a right child: the rest of its parent is done
+			j /= 2
+			if j <= 1 {
+				return -1
+			}
+		}
+		j++
+		if i := t.descend(j, need); i >= 0 {
+			return i
+		}
+	}
 }
 
-func (t *rooms) find(node, lo, hi, from int, need room) int {
-	if hi <= from || !t.tree[node].holds(need) {
+// descend returns the first claim in subtree j whose room holds need, or -1. A subtree's
+// maxima may come from different leaves, so a branch that holds may have no leaf that does.
+func (t *rooms) descend(j int, need room) int {
+	if !t.tree[j].holds(need) {
 		return -1
 	}
-	if hi-lo == 1 {
-		return lo
+	if j >= t.size {
+		return j - t.size // leaves past n never hold
 	}
-	mid := (lo + hi) / 2
-	if i := t.find(2*node, lo, mid, from, need); i >= 0 {
+	if i := t.descend(2*j, need); i >= 0 {
 		return i
 	}
-	return t.find(2*node+1, mid, hi, from, need)
+	return t.descend(2*j+1, need)
 }
 
 // roomOf computes claim c's room (see room).

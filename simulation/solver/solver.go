@@ -162,10 +162,10 @@ type run struct {
 	csiVolumesOf map[types.UID]map[string]string
 	// rooms indexes the claims by room (claimsWithRoom).
 	rooms rooms
-	// affinityMarks are, per affinity rule, the claims rejected for it (affinityRejects);
-	// domainAdds counts the pods added during the run per topology key and value.
-	affinityMarks map[string]map[int]affinityMark
-	domainAdds    map[string]map[string]int
+	// affinityRules are the batch's required pod affinity rules, by their key (see
+	// affinityRuleOf); domains counts the pods added during the run per topology domain.
+	affinityRules map[string]*affinityRule
+	domains       domains
 }
 
 // sortedPods orders pods largest first (cpu, then memory), then by namespace and name, so that
@@ -229,8 +229,7 @@ func (s *Solver) newRun(ctx context.Context, pending []*corev1.Pod) (*run, error
 		plannedOn:        map[types.UID]*claim{},
 		alloc:            allocatables{},
 		memos:            map[string]*memo{},
-		affinityMarks:    map[string]map[int]affinityMark{},
-		domainAdds:       map[string]map[string]int{},
+		affinityRules:    map[string]*affinityRule{},
 		antiAffinityKeys: sets.New[string](),
 		topologyKeys:     sets.New[string](),
 		batch:            sets.New[types.UID](),
@@ -246,6 +245,7 @@ func (s *Solver) newRun(ctx context.Context, pending []*corev1.Pod) (*run, error
 		r.topologyKeys.Insert(topologyKeysOf(p)...)
 		r.topologyKeys.Insert(s.volumes.keys(p)...)
 	}
+	r.domains = newDomains(sets.List(r.topologyKeys))
 	for name := range initializing {
 		r.initializingNames = append(r.initializingNames, name)
 	}
