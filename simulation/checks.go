@@ -75,6 +75,13 @@ const (
 	// anti-affinity; that stands while the node's labels are unchanged and pods are only
 	// added.
 	RejectedForGood
+	// RejectedByAffinity: InterPodAffinity rejected the node for the pod's required pod
+	// affinity (no pod a term selects in the node's domain of its topology key). That check
+	// reads only the pod's namespace, labels and terms, so it stands for every pod sharing
+	// them while the node's labels are unchanged and no pod is added in its domains of the
+	// terms' keys, pods being only added (a removal may empty the counts, and a pod that
+	// matches its own terms passes anywhere then).
+	RejectedByAffinity
 )
 
 // FirstFitMarked is FirstFit marking, when marks is not nil (one entry per node), how long
@@ -113,8 +120,11 @@ func rejection(status *fwk.Status) Rejection {
 		return RejectedForGood
 	case names.InterPodAffinity:
 		for _, reason := range status.Reasons() {
-			if reason == interpodaffinity.ErrReasonAntiAffinityRulesNotMatch || reason == interpodaffinity.ErrReasonExistingAntiAffinityRulesNotMatch {
+			switch reason {
+			case interpodaffinity.ErrReasonAntiAffinityRulesNotMatch, interpodaffinity.ErrReasonExistingAntiAffinityRulesNotMatch:
 				return RejectedForGood
+			case interpodaffinity.ErrReasonAffinityRulesNotMatch:
+				return RejectedByAffinity
 			}
 		}
 	}

@@ -23,6 +23,8 @@ type Engine struct {
 	parallelism  int
 
 	preFilterPlugins []preFilterPlugin
+	// followed are the PreFilter plugins a change of the snapshot concerns (followedPlugins).
+	followed []preFilterPlugin
 	// rolesKnown: every PreFilter plugin has a known role, so states can follow changes.
 	rolesKnown bool
 	// spreadPlugin: PodTopologySpread is one of them.
@@ -71,6 +73,7 @@ func NewEngine(ctx context.Context, snapshot *Snapshot, profile *config.KubeSche
 		parallelism:  parallelism,
 
 		preFilterPlugins: preFilterPlugins,
+		followed:         followedPlugins(preFilterPlugins),
 		rolesKnown:       rolesKnown,
 		spreadPlugin:     slices.ContainsFunc(preFilterPlugins, func(p preFilterPlugin) bool { return p.role == roleSpread }),
 		reserveReadOnly: !slices.ContainsFunc(fw.ListPlugins().Reserve.Enabled, func(p config.Plugin) bool {

@@ -132,8 +132,11 @@ type undoStep struct {
 
 // replay collects what a replay could not follow.
 type replay struct {
-	full  bool
-	stale sets.Set[string]
+	// skipped[i]: the class skips followed plugin i; the set does not change during a
+	// replay (rerunStale changes it after), so it is read once, not per change.
+	skipped []bool
+	full    bool
+	stale   sets.Set[string]
 	// restoreSpread: a change PodTopologySpread followed was undone; its checkpoint is due.
 	restoreSpread bool
 	// unsettled: PodTopologySpread's state changed other than by pods added.
@@ -535,7 +538,11 @@ func (cs *classState) outsideSpread(node *corev1.Node) bool {
 // full PreFilter can.
 func (e *Engine) update(ctx context.Context, cs *classState) (*replay, bool) {
 	s := e.snapshot
-	r := &replay{}
+	r := &replay{skipped: make([]bool, len(e.followed))}
+	skip := cs.state.GetSkipFilterPlugins()
+	for i, p := range e.followed {
+		r.skipped[i] = skip.Has(p.name)
+	}
 	e.borrow(cs, r)
 	for len(cs.undo) > 0 && !r.full {
 		top := cs.undo[len(cs.undo)-1]
@@ -649,12 +656,11 @@ func (e *Engine) apply(ctx context.Context, cs *classState, entry *logEntry, r *
 		r.full = true
 		return
 	}
-	skip := cs.state.GetSkipFilterPlugins()
-	for _, p := range e.preFilterPlugins {
+	for i, p := range e.followed {
 		if r.full {
 			return
 		}
-		skipped := skip.Has(p.name)
+		skipped := r.skipped[i]
 		if !skipped && followsNodeDevices(p, entry) {
 			r.markStale(p.name)
 			continue
@@ -827,8 +833,7 @@ func (e *Engine) unapply(ctx context.Context, cs *classState, entry *logEntry, r
 		r.full = true
 		return
 	}
-	skip := cs.state.GetSkipFilterPlugins()
-	for _, p := range e.preFilterPlugins {
+	for i, p := range e.followed {
 		if r.full {
 			return
 		}
@@ -838,7 +843,7 @@ func (e *Engine) unapply(ctx context.Context, cs *classState, entry *logEntry, r
 		if r.stale.Has(p.name) {
 			continue
 		}
-		if skip.Has(p.name) {
+		if r.skipped[i] {
 			if endsSkip(cs, p, entry, true) {
 				r.markStale(p.name)
 			}
@@ -966,6 +971,21 @@ func withItem(set sets.Set[string], item string, present bool) sets.Set[string] 
 		out.Insert(item)
 	} else {
 		out.Delete(item)
+	}
+	return out
+}
+
+// followedPlugins are the plugins of plugins, in order, whose states apply and unapply
+// follow: those AddPod and RemovePod keep (roleExtended, roleSpread), and DynamicResources,
+// rerun when a node comes or goes (followsNodeDevices). A change leaves the others' states
+// as they are (rolePure), and the engine replays nothing when a role is unknown; the replay
+// loops, run per change and per class, skip them.
+func followedPlugins(plugins []preFilterPlugin) []preFilterPlugin {
+	var out []preFilterPlugin
+	for _, p := range plugins {
+		if p.role == roleExtended || p.role == roleSpread || p.name == names.DynamicResources {
+			out = append(out, p)
+		}
 	}
 	return out
 }

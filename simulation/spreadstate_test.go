@@ -139,3 +139,30 @@ func TestFirstFitMarkedRejections(t *testing.T) {
 		t.Errorf("FirstFitMarked = %d, marks %v; want 4 (free), marks %v", found, marks, want)
 	}
 }
+
+// A node rejected for the pod's own required pod affinity is marked RejectedByAffinity: no
+// pod the term selects is in its domain; the solver shares that mark by rule.
+func TestFirstFitMarkedAffinityRejections(t *testing.T) {
+	nodes := []*corev1.Node{
+		testNode("lonely", "8", "16Gi", inZone("z1")),
+		testNode("small", "1", "1Gi", inZone("z1")),
+		testNode("partner", "8", "16Gi", inZone("z1")),
+	}
+	pods := []*corev1.Pod{
+		testPod("db-1", "100m", "100Mi", labelled("app", "db"), onNode("small")),
+		testPod("db-2", "100m", "100Mi", labelled("app", "db"), onNode("partner")),
+	}
+	e := newTestEngine(t, nodes, pods, nil, nil)
+	names := []string{"lonely", "small", "partner"}
+	marks := make([]Rejection, len(names))
+	pod := testPod("web", "2", "1Gi", labelled("app", "web"), affine(corev1.LabelHostname, "db"))
+	found, err := e.FirstFitMarked(t.Context(), pod, names, marks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Only the nodes before the first fit are marked.
+	want := []Rejection{RejectedByAffinity, RejectedForGood}
+	if found != 2 || !slices.Equal(marks[:found], want) {
+		t.Errorf("FirstFitMarked = %d, marks %v; want 2 (partner), marks %v", found, marks, want)
+	}
+}

@@ -53,6 +53,10 @@ type claim struct {
 	// labelsVersion counts the changes of reqs, so marks made for the node's old labels
 	// (memo.spread) are recognised as outdated.
 	labelsVersion int
+	// domainIDs are the claim's topology domains (run.claimDomains) for labels version
+	// domainsAt-1.
+	domainIDs []int
+	domainsAt int
 }
 
 // currentLabels are the labels of the claim's node as it is in the snapshot.

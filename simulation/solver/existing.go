@@ -92,6 +92,9 @@ func (r *run) tryInitializing(ctx context.Context, pod *corev1.Pod) (bool, error
 	if s := r.engine.ScheduleChecked(ctx, pod, name); !s.IsSuccess() {
 		return false, s.AsError()
 	}
+	if node, err := r.engine.Snapshot().Get(name); err == nil {
+		r.notePodAdded(nodeDomain(node.Node().Labels))
+	}
 	if r.retryPending && r.registered.Has(name) && !buffer.IsVirtual(pod) {
 		r.plan.Retry[pod.UID] = name
 		return true, nil

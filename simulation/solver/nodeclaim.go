@@ -1,6 +1,7 @@
 package solver
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -72,7 +73,7 @@ func (r *run) nodeClaim(c *claim) (*karpv1.NodeClaim, error) {
 		chosen.MinValues = q.MinValues
 		reqs[key] = chosen
 	}
-	its := c.its.Compatible(reqs).OrderByPrice(reqs)
+	its := r.byPrice(c.pool, reqs, c.its)
 	if len(its) == 0 {
 		return nil, fmt.Errorf("no instance type is left for its requirements %s", reqs)
 	}
@@ -195,4 +196,42 @@ func StaticNodeClaim(np *karpv1.NodePool, its []*cloudprovider.InstanceType, opt
 	}
 	c := &claim{pool: p, reqs: p.reqs.Clone(), its: p.its}
 	return (&run{s: s}).nodeClaim(c)
+}
+
+// byPrice returns its.Compatible(reqs).OrderByPrice(reqs) for its, types of NodePool p in
+// p's order. The pool's own types are filtered and priced once per distinct requirements
+// (a batch's claims share a few: the pool's with a zone, say) instead of once per claim; the
+// order is a total one (price, then name), so its types come in the same order in both.
+func (r *run) byPrice(p *pool, reqs scheduling.Requirements, its cloudprovider.InstanceTypes) cloudprovider.InstanceTypes {
+	if p.position == nil {
+		p.position = make(map[*cloudprovider.InstanceType]int, len(p.its))
+		for i, it := range p.its {
+			p.position[it] = i
+		}
+		p.byPrice = map[string]cloudprovider.InstanceTypes{}
+	}
+	in := make([]bool, len(p.its))
+	for _, it := range its {
+		i, ok := p.position[it]
+		if !ok {
+			return its.Compatible(reqs).OrderByPrice(reqs) // not the pool's: nothing to share
+		}
+		in[i] = true
+	}
+	key, err := json.Marshal(reqs.NodeSelectorRequirementsWithMinValues())
+	if err != nil {
+		return its.Compatible(reqs).OrderByPrice(reqs)
+	}
+	ordered, ok := p.byPrice[string(key)]
+	if !ok {
+		ordered = p.its.Compatible(reqs).OrderByPrice(reqs)
+		p.byPrice[string(key)] = ordered
+	}
+	out := make(cloudprovider.InstanceTypes, 0, len(its))
+	for _, it := range ordered {
+		if in[p.position[it]] {
+			out = append(out, it)
+		}
+	}
+	return out
 }

@@ -34,6 +34,10 @@ type pool struct {
 	used corev1.ResourceList
 	// claims are this batch's new NodeClaims of the pool, which also count against limits.
 	claims []*claim
+	// byPrice caches, per requirements (their NodeClaim form), the pool's types compatible
+	// with them, cheapest first (run.byPrice); position maps each of its to its index.
+	byPrice  map[string]cloudprovider.InstanceTypes
+	position map[*cloudprovider.InstanceType]int
 }
 
 // readyPools returns the NodePools that can be provisioned for, by weight (then name), and a

@@ -71,10 +71,8 @@ type candidate struct {
 // the others are tried one by one with their open labels narrowed, after every direct
 // candidate failed.
 func (r *run) tryClaims(ctx context.Context, pod *corev1.Pod, a attempt, m *memo, open openKeys, req vec) (bool, error) {
-	order := r.claims
-	if c, ok := r.plannedOn[pod.UID]; ok {
-		order = append([]*claim{c}, slices.DeleteFunc(slices.Clone(order), func(x *claim) bool { return x == c })...)
-	}
+	// A pod's earlier in-flight NodeClaim first; then the claims with room for it, in order.
+	order := r.claimsWithRoom(r.plannedOn[pod.UID], req)
 	direct, names, relabel := r.directBuf[:0], r.namesBuf[:0], r.relabelBuf[:0]
 	defer func() {
 		clear(direct)
@@ -85,6 +83,9 @@ func (r *run) tryClaims(ctx context.Context, pod *corev1.Pod, a attempt, m *memo
 	var epoch uint64
 	if !a.monotone {
 		epoch = r.engine.SpreadEpoch(ctx, a.pod)
+		if !m.affinityKnown {
+			m.affinity, m.affinityKnown = r.affinityRuleOf(a.pod), true
+		}
 	}
 	var marks []simulation.Rejection
 	chunk := firstChunk
@@ -108,9 +109,11 @@ func (r *run) tryClaims(ctx context.Context, pod *corev1.Pod, a attempt, m *memo
 			c := direct[i].c
 			switch {
 			case mark == simulation.RejectedBySpread && epoch != 0:
-				m.spread[c.index] = spreadMark{epoch: epoch, labelsVersion: c.labelsVersion}
+				m.markSpread(c, epoch)
 			case mark == simulation.RejectedForGood:
-				m.forGood[c.index] = c.labelsVersion
+				m.markForGood(c)
+			case mark == simulation.RejectedByAffinity:
+				r.noteAffinityRejection(m.affinity, c)
 			}
 		}
 		if found < len(direct) {
@@ -120,8 +123,8 @@ func (r *run) tryClaims(ctx context.Context, pod *corev1.Pod, a attempt, m *memo
 		chunk = min(2*chunk, maxChunk)
 		return false, nil
 	}
-	for _, c := range order {
-		if m.hasFailed(c.index) || m.spreadRejects(c, epoch) || m.rejectsForGood(c) {
+	for c := range order {
+		if m.hasFailed(c.index) || m.spreadRejects(c, epoch) || m.rejectsForGood(c) || r.affinityRejects(m.affinity, c) {
 			continue
 		}
 		cand, ok := r.admits(c, a, req, open)
@@ -236,6 +239,8 @@ func (r *run) commit(ctx context.Context, pod *corev1.Pod, req vec, cand candida
 		}
 	}
 	c.pods = append(c.pods, pod)
+	r.noteRoom(c)
+	r.notePodAdded(c.domain)
 	if c.inFlight != nil {
 		r.plan.InFlight[pod.UID] = c.inFlight.Name
 	}

@@ -29,6 +29,9 @@ type Solver struct {
 	// none); forked says a plan runs in a fork of it, so newRun does not load the state.
 	base   any
 	forked bool
+	// exhaustive (tests only) makes tryClaims visit every claim: no room index, no
+	// rejections shared between classes, to show they change no plan.
+	exhaustive bool
 }
 
 // New builds a solver and its engine. Start opts.Framework.InformerFactory (and wait for its
@@ -159,6 +162,12 @@ type run struct {
 	namesBuf              []string
 	// csiVolumesOf caches podCSIVolumes.
 	csiVolumesOf map[types.UID]map[string]string
+	// rooms indexes the claims by room (claimsWithRoom).
+	rooms rooms
+	// affinityRules are the batch's required pod affinity rules, by their key (see
+	// affinityRuleOf); domains counts the pods added during the run per topology domain.
+	affinityRules map[string]*affinityRule
+	domains       domains
 }
 
 // sortedPods orders pods largest first (cpu, then memory), then by namespace and name, so that
@@ -222,6 +231,7 @@ func (s *Solver) newRun(ctx context.Context, st ClusterState, pending []*corev1.
 		plannedOn:        map[types.UID]*claim{},
 		alloc:            allocatables{},
 		memos:            map[string]*memo{},
+		affinityRules:    map[string]*affinityRule{},
 		antiAffinityKeys: sets.New[string](),
 		topologyKeys:     sets.New[string](),
 		batch:            sets.New[types.UID](),
@@ -238,6 +248,7 @@ func (s *Solver) newRun(ctx context.Context, st ClusterState, pending []*corev1.
 		r.topologyKeys.Insert(topologyKeysOf(p)...)
 		r.topologyKeys.Insert(s.volumes.keys(p)...)
 	}
+	r.domains = newDomains(sets.List(r.topologyKeys))
 	for name := range initializing {
 		r.initializingNames = append(r.initializingNames, name)
 	}
