@@ -40,8 +40,11 @@ type Engine struct {
 	shares   map[string]*classState
 	busy     map[string]bool
 	isolated bool
-	stats    preFilterStats
-	epochs   uint64 // last stable epoch handed out (classState.stableEpoch)
+	// fullAffinityScan gives InterPodAffinity's PreFilter every node (preFilterNodes), for
+	// tests that compare.
+	fullAffinityScan bool
+	stats            preFilterStats
+	epochs           uint64 // last stable epoch handed out (classState.stableEpoch)
 }
 
 // NewEngine builds the profile's framework over snapshot (see NewFramework for the

@@ -43,6 +43,9 @@ type Snapshot struct {
 	// epoch counts Resets, so cached states from before one are never replayed.
 	epoch uint64
 	views map[*corev1.Node]fwk.NodeInfo
+	// labels indexes the nodes by their pods' labels once a PreFilter asks (affinitynodes.go);
+	// nil until then.
+	labels labelIndex
 	// permanentUndo are undo callbacks of changes made outside any fork (or committed down
 	// to it); Reset runs them, so plugin bookkeeping (assumed volumes, claims) never outlives
 	// the content it was made for.
@@ -127,6 +130,7 @@ func (s *Snapshot) Reset(nodes []*corev1.Node, pods []*corev1.Pod) error {
 	clear(s.log)
 	s.log = s.log[:0]
 	clear(s.views)
+	s.labels = nil
 	s.epoch++
 	s.bump()
 	for _, node := range nodes {
@@ -284,6 +288,9 @@ func (s *Snapshot) AddPod(pod *corev1.Pod, nodeName string) error {
 	// server does not validate them all); the PodInfo is kept for the log.
 	podInfo, _ := framework.NewPodInfo(pod)
 	ni.AddPodInfo(podInfo)
+	if s.labels != nil {
+		s.labels.add(pod, nodeName)
+	}
 	s.countPVCs(pod, 1)
 	s.bump()
 	s.record(logEntry{kind: logPodAdded, pod: podInfo, node: s.viewOf(ni)})
