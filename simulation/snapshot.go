@@ -46,6 +46,11 @@ type Snapshot struct {
 	// labels indexes the nodes by their pods' labels once a PreFilter asks (affinitynodes.go);
 	// nil until then.
 	labels labelIndex
+	// loaded are the PodInfos of the pods the last Reset loaded, by pod object. The next Reset
+	// reuses the PodInfo of a pod object it loads again (parsed terms, computed requests):
+	// consolidation reloads the cluster every pass, and the objects of pods that did not
+	// change are the informers' same ones, never changed in place.
+	loaded map[*corev1.Pod]*framework.PodInfo
 	// permanentUndo are undo callbacks of changes made outside any fork (or committed down
 	// to it); Reset runs them, so plugin bookkeeping (assumed volumes, claims) never outlives
 	// the content it was made for.
@@ -109,7 +114,9 @@ func NewSnapshot(nodes []*corev1.Node, pods []*corev1.Pod) (*Snapshot, error) {
 }
 
 // Reset replaces the snapshot's content with nodes and pods. Open forks are reverted and
-// every undo callback runs first. An engine keeps its framework across resets.
+// every undo callback runs first. An engine keeps its framework across resets. A pod object
+// loaded by the previous Reset keeps its PodInfo, so a pod must not be changed in place
+// between the two: a changed pod is a new object, as informers deliver it.
 func (s *Snapshot) Reset(nodes []*corev1.Node, pods []*corev1.Pod) error {
 	for len(s.forks) > 0 {
 		if err := s.Revert(); err != nil {
@@ -138,16 +145,26 @@ func (s *Snapshot) Reset(nodes []*corev1.Node, pods []*corev1.Pod) error {
 			return err
 		}
 	}
+	prev := s.loaded
+	s.loaded = make(map[*corev1.Pod]*framework.PodInfo, len(pods))
 	for _, pod := range pods {
 		if pod.Spec.NodeName == "" || scheduling.PodFinished(pod) {
 			continue
 		}
-		if _, ok := s.nodes[pod.Spec.NodeName]; !ok {
+		ni, ok := s.nodes[pod.Spec.NodeName]
+		if !ok {
 			continue
 		}
-		if err := s.AddPod(pod, pod.Spec.NodeName); err != nil {
-			return err
+		if pod.UID == "" {
+			return fmt.Errorf("pod %s/%s has no UID", pod.Namespace, pod.Name)
 		}
+		podInfo := prev[pod]
+		if podInfo == nil {
+			// As NodeInfo.AddPod does, an affinity term that does not parse is ignored.
+			podInfo, _ = framework.NewPodInfo(pod)
+		}
+		s.loaded[pod] = podInfo
+		s.addPodInfo(ni, podInfo)
 	}
 	return nil
 }
@@ -287,14 +304,20 @@ func (s *Snapshot) AddPod(pod *corev1.Pod, nodeName string) error {
 	// As NodeInfo.AddPod does, an affinity term that does not parse is ignored (the API
 	// server does not validate them all); the PodInfo is kept for the log.
 	podInfo, _ := framework.NewPodInfo(pod)
+	s.addPodInfo(ni, podInfo)
+	return nil
+}
+
+// addPodInfo adds a pod to ni, which the current layer may change.
+func (s *Snapshot) addPodInfo(ni *framework.NodeInfo, podInfo *framework.PodInfo) {
 	ni.AddPodInfo(podInfo)
+	pod := podInfo.Pod
 	if s.labels != nil {
-		s.labels.add(pod, nodeName)
+		s.labels.add(pod, ni.Node().Name)
 	}
 	s.countPVCs(pod, 1)
 	s.bump()
 	s.record(logEntry{kind: logPodAdded, pod: podInfo, node: s.viewOf(ni)})
-	return nil
 }
 
 // RemovePod removes pod (matched by UID) from node nodeName.
