@@ -25,18 +25,15 @@ func describeCommand(cmd *Command) string {
 	return out
 }
 
-// withBiggerPods is c with every seventh plain pod replaced by a new object asking for
-// 1.5 cpu more, as an informer delivers a changed pod.
-func withBiggerPods(c *Cluster) *Cluster {
+// withFullNodes is c with the first pod of each of nodes replaced by a new object asking for
+// more cpu than any node has, as an informer delivers a changed pod: those nodes take no pod.
+func withFullNodes(c *Cluster, nodes map[string]bool) *Cluster {
 	out := &Cluster{NodePools: c.NodePools, NodeClaims: c.NodeClaims, Nodes: c.Nodes, NodeOf: c.NodeOf,
 		PodsByNode: map[string][]*corev1.Pod{}, PDBs: c.PDBs, DaemonSets: c.DaemonSets}
-	plain := 0
 	for _, p := range c.Pods {
-		if p.Labels["app"] == "plain" {
-			if plain++; plain%7 == 0 {
-				p = p.DeepCopy()
-				p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("1750m")
-			}
+		if nodes[p.Spec.NodeName] && len(out.PodsByNode[p.Spec.NodeName]) == 0 {
+			p = p.DeepCopy()
+			p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("1000")
 		}
 		out.Pods = append(out.Pods, p)
 		out.PodsByNode[p.Spec.NodeName] = append(out.PodsByNode[p.Spec.NodeName], p)
@@ -46,19 +43,36 @@ func withBiggerPods(c *Cluster) *Cluster {
 
 // A simulator that loaded the cluster before keeps what it parsed of the pod objects it
 // loaded (simulation.Snapshot.Reset); its decisions are those of a simulator that never saw
-// the cluster, for the same cluster read again and for one whose pods changed.
+// the cluster, for the same cluster read again and for one where pods on the nodes the
+// decisions moved pods to changed (new objects that fill those nodes): a PodInfo kept for
+// the old objects would still show room there.
 func TestConsolidationSameAcrossReloads(t *testing.T) {
 	ctx := context.Background()
 	its := testcatalog.Bench()
+	var dests map[string]bool
 	decideWith := func(sim Simulator, c *Cluster) string {
 		base := Consolidation{Simulator: sim, InstanceTypes: benchTypes(its)}
-		return describeCommand(decide(ctx, t, c, &MultiNodeConsolidation{Consolidation: base})) + " | " +
-			describeCommand(decide(ctx, t, c, &SingleNodeConsolidation{Consolidation: base}))
+		multi := decide(ctx, t, c, &MultiNodeConsolidation{Consolidation: base})
+		single := decide(ctx, t, c, &SingleNodeConsolidation{Consolidation: base})
+		dests = map[string]bool{}
+		for _, cmd := range []*Command{multi, single} {
+			if cmd == nil {
+				continue
+			}
+			for _, dest := range cmd.Destinations {
+				if n := c.NodeOf[dest]; n != nil {
+					dest = n.Name
+				}
+				dests[dest] = true
+			}
+		}
+		return describeCommand(multi) + " | " + describeCommand(single)
 	}
 	c := consolidationCluster(60, its)
-	changed := withBiggerPods(c)
-	if decideWith(newSolverSimulator(t, its), c) == decideWith(newSolverSimulator(t, its), changed) {
-		t.Fatal("the changed pods change no decision: a stale PodInfo would go unnoticed")
+	before := decideWith(newSolverSimulator(t, its), c)
+	changed := withFullNodes(c, dests)
+	if len(dests) == 0 || decideWith(newSolverSimulator(t, its), changed) == before {
+		t.Fatalf("filling the destinations (%v) changes no decision: a stale PodInfo would go unnoticed", dests)
 	}
 	reused := newSolverSimulator(t, its)
 	for i, cluster := range []*Cluster{c, c, changed, c} {
