@@ -132,11 +132,11 @@ func rejection(status *fwk.Status) Rejection {
 }
 
 // firstFit runs the Filters of nodeNames in parallel, skipping nodes after a fitting one. It
-// returns the first fitting node's index (or -1) and every node's status, or the status of
-// a plugin error. With quiet set the rejections' statuses may be shared (see filter).
+// returns the first fitting node's index (or -1) and every node's status (valid until the
+// next call: fitBuffers), or the status of a plugin error. With quiet set the rejections'
+// statuses may be shared (see filter).
 func (e *Engine) firstFit(ctx context.Context, pf *classState, pod *corev1.Pod, nodeNames []string, quiet bool) (int, []*fwk.Status, *fwk.Status) {
-	statuses := make([]*fwk.Status, len(nodeNames))
-	done := make([]bool, len(nodeNames))
+	statuses, done := e.fitBuffers(len(nodeNames))
 	firstFit := atomic.Int64{}
 	firstFit.Store(int64(len(nodeNames)))
 	e.forEach(ctx, len(nodeNames), func(i int) {
@@ -165,6 +165,19 @@ func (e *Engine) firstFit(ctx context.Context, pf *classState, pod *corev1.Pod, 
 		}
 	}
 	return -1, statuses, nil
+}
+
+// fitBuffers returns firstFit's per-node slices, cleared: the engine's own, reused from call
+// to call (a placement scans every node of the cluster, once per pod), so the statuses
+// firstFit returns are valid until its next call.
+func (e *Engine) fitBuffers(n int) ([]*fwk.Status, []bool) {
+	if cap(e.fitStatuses) < n {
+		e.fitStatuses, e.fitDone = make([]*fwk.Status, n), make([]bool, n)
+	}
+	statuses, done := e.fitStatuses[:n], e.fitDone[:n]
+	clear(statuses)
+	clear(done)
+	return statuses, done
 }
 
 // FilterNodes returns the Filter status of pod on each of nodeNames (nil where it fits).

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/parallelize"
@@ -42,8 +43,14 @@ type Engine struct {
 	shares   map[string]*classState
 	busy     map[string]bool
 	isolated bool
-	stats    preFilterStats
-	epochs   uint64 // last stable epoch handed out (classState.stableEpoch)
+	// fullAffinityScan gives InterPodAffinity's PreFilter every node (preFilterNodes), for
+	// tests that compare.
+	fullAffinityScan bool
+	stats            preFilterStats
+	// fitStatuses and fitDone are firstFit's buffers (fitBuffers).
+	fitStatuses []*fwk.Status
+	fitDone     []bool
+	epochs      uint64 // last stable epoch handed out (classState.stableEpoch)
 }
 
 // NewEngine builds the profile's framework over snapshot (see NewFramework for the

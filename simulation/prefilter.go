@@ -299,7 +299,7 @@ func (e *Engine) runPreFilter(ctx context.Context, cs *classState) (*fwk.PreFilt
 		var r *fwk.PreFilterResult
 		if !shared {
 			e.stats.ran[p.name]++
-			r, status = p.plugin.PreFilter(ctx, cs.state, cs.pod, nodes)
+			r, status = p.plugin.PreFilter(ctx, cs.state, cs.pod, e.preFilterNodes(p, cs.pod, nodes))
 		}
 		if status.IsSkip() {
 			skip.Insert(p.name)
@@ -937,7 +937,7 @@ func (e *Engine) rerunStale(ctx context.Context, cs *classState, r *replay) bool
 		if !shared {
 			e.stats.ran[p.name]++
 			var result *fwk.PreFilterResult
-			result, status = p.plugin.PreFilter(ctx, cs.state, cs.pod, nodes)
+			result, status = p.plugin.PreFilter(ctx, cs.state, cs.pod, e.preFilterNodes(p, cs.pod, nodes))
 			if !result.AllNodes() {
 				return false
 			}

@@ -2,6 +2,7 @@ package simulation
 
 import (
 	"fmt"
+	"math"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,10 +25,14 @@ import (
 // Reads (the lister methods) are safe from many goroutines; changes are not concurrent with
 // anything.
 type Snapshot struct {
-	nodes   map[string]*framework.NodeInfo
-	list    []fwk.NodeInfo // nodes in insertion order, so plugins iterate deterministically
-	index   map[string]int // node name → position in list
-	pvcRefs map[string]int // "namespace/name" → number of pods using the claim
+	nodes map[string]*framework.NodeInfo
+	list  []fwk.NodeInfo // nodes in insertion order, so plugins iterate deterministically
+	index map[string]int // node name → position in list, below staleFrom (see position)
+	// staleFrom is the first position of list whose node's index entry may be off: removing
+	// or restoring a node moves every node after it, which position reindexes once, when a
+	// position is asked for, instead of at every removal.
+	staleFrom int
+	pvcRefs   map[string]int // "namespace/name" → number of pods using the claim
 	// csiNodes are the CSINodes of hypothetical nodes, by node name; the cluster's own come
 	// from the informers (see csiNodes.go).
 	csiNodes map[string]*storagev1.CSINode
@@ -43,6 +48,14 @@ type Snapshot struct {
 	// epoch counts Resets, so cached states from before one are never replayed.
 	epoch uint64
 	views map[*corev1.Node]fwk.NodeInfo
+	// labels indexes the nodes by their pods' labels once a PreFilter asks (affinitynodes.go);
+	// nil until then.
+	labels labelIndex
+	// loaded are the PodInfos of the pods the last Reset loaded, by pod object. The next Reset
+	// reuses the PodInfo of a pod object it loads again (parsed terms, computed requests):
+	// consolidation reloads the cluster every pass, and the objects of pods that did not
+	// change are the informers' same ones, never changed in place.
+	loaded map[*corev1.Pod]*framework.PodInfo
 	// permanentUndo are undo callbacks of changes made outside any fork (or committed down
 	// to it); Reset runs them, so plugin bookkeeping (assumed volumes, claims) never outlives
 	// the content it was made for.
@@ -106,7 +119,9 @@ func NewSnapshot(nodes []*corev1.Node, pods []*corev1.Pod) (*Snapshot, error) {
 }
 
 // Reset replaces the snapshot's content with nodes and pods. Open forks are reverted and
-// every undo callback runs first. An engine keeps its framework across resets.
+// every undo callback runs first. An engine keeps its framework across resets. A pod object
+// loaded by the previous Reset keeps its PodInfo, so a pod must not be changed in place
+// between the two: a changed pod is a new object, as informers deliver it.
 func (s *Snapshot) Reset(nodes []*corev1.Node, pods []*corev1.Pod) error {
 	for len(s.forks) > 0 {
 		if err := s.Revert(); err != nil {
@@ -120,6 +135,7 @@ func (s *Snapshot) Reset(nodes []*corev1.Node, pods []*corev1.Pod) error {
 	s.nodes = make(map[string]*framework.NodeInfo, len(nodes))
 	s.list = make([]fwk.NodeInfo, 0, len(nodes))
 	s.index = make(map[string]int, len(nodes))
+	s.staleFrom = math.MaxInt
 	s.pvcRefs = map[string]int{}
 	s.csiNodes = map[string]*storagev1.CSINode{}
 	s.slices = map[string][]*resourceapi.ResourceSlice{}
@@ -127,6 +143,7 @@ func (s *Snapshot) Reset(nodes []*corev1.Node, pods []*corev1.Pod) error {
 	clear(s.log)
 	s.log = s.log[:0]
 	clear(s.views)
+	s.labels = nil
 	s.epoch++
 	s.bump()
 	for _, node := range nodes {
@@ -134,16 +151,26 @@ func (s *Snapshot) Reset(nodes []*corev1.Node, pods []*corev1.Pod) error {
 			return err
 		}
 	}
+	prev := s.loaded
+	s.loaded = make(map[*corev1.Pod]*framework.PodInfo, len(pods))
 	for _, pod := range pods {
 		if pod.Spec.NodeName == "" || scheduling.PodFinished(pod) {
 			continue
 		}
-		if _, ok := s.nodes[pod.Spec.NodeName]; !ok {
+		ni, ok := s.nodes[pod.Spec.NodeName]
+		if !ok {
 			continue
 		}
-		if err := s.AddPod(pod, pod.Spec.NodeName); err != nil {
-			return err
+		if pod.UID == "" {
+			return fmt.Errorf("pod %s/%s has no UID", pod.Namespace, pod.Name)
 		}
+		podInfo := prev[pod]
+		if podInfo == nil {
+			// As NodeInfo.AddPod does, an affinity term that does not parse is ignored.
+			podInfo, _ = framework.NewPodInfo(pod)
+		}
+		s.loaded[pod] = podInfo
+		s.addPodInfo(ni, podInfo)
 	}
 	return nil
 }
@@ -243,6 +270,10 @@ func (s *Snapshot) RemoveNode(name string) error {
 	if !ok {
 		return fmt.Errorf("node %q is not in the snapshot", name)
 	}
+	i := s.find(name)
+	if i < 0 {
+		return fmt.Errorf("node %q is not in the snapshot's node list", name)
+	}
 	entry := logEntry{kind: logNodeRemoved, node: s.viewOf(ni), pods: make([]fwk.PodInfo, len(ni.Pods))}
 	copy(entry.pods, ni.Pods)
 	for _, p := range ni.Pods {
@@ -250,13 +281,10 @@ func (s *Snapshot) RemoveNode(name string) error {
 	}
 	s.SetCSINode(name, nil)
 	s.SetResourceSlices(name, nil)
-	i := s.index[name]
 	s.list = append(s.list[:i], s.list[i+1:]...)
 	delete(s.nodes, name)
 	delete(s.index, name)
-	for j := i; j < len(s.list); j++ {
-		s.index[s.list[j].Node().Name] = j
-	}
+	s.staleFrom = min(s.staleFrom, i)
 	if s.top() != nil {
 		s.journal = append(s.journal, change{kind: nodeRemoved, node: name, prev: ni, index: i})
 	}
@@ -283,11 +311,20 @@ func (s *Snapshot) AddPod(pod *corev1.Pod, nodeName string) error {
 	// As NodeInfo.AddPod does, an affinity term that does not parse is ignored (the API
 	// server does not validate them all); the PodInfo is kept for the log.
 	podInfo, _ := framework.NewPodInfo(pod)
+	s.addPodInfo(ni, podInfo)
+	return nil
+}
+
+// addPodInfo adds a pod to ni, which the current layer may change.
+func (s *Snapshot) addPodInfo(ni *framework.NodeInfo, podInfo *framework.PodInfo) {
 	ni.AddPodInfo(podInfo)
+	pod := podInfo.Pod
+	if s.labels != nil {
+		s.labels.add(pod, ni.Node().Name)
+	}
 	s.countPVCs(pod, 1)
 	s.bump()
 	s.record(logEntry{kind: logPodAdded, pod: podInfo, node: s.viewOf(ni)})
-	return nil
 }
 
 // RemovePod removes pod (matched by UID) from node nodeName.
@@ -355,7 +392,7 @@ func (s *Snapshot) writable(name string) (*framework.NodeInfo, error) {
 	clone := ni.SnapshotConcrete()
 	s.journal = append(s.journal, change{kind: nodeReplaced, node: name, prev: ni})
 	s.nodes[name] = clone
-	s.list[s.index[name]] = clone
+	s.list[s.position(name)] = clone
 	top.own(name)
 	return clone, nil
 }
@@ -381,7 +418,7 @@ func (s *Snapshot) undo(c change) {
 	switch c.kind {
 	case nodeReplaced:
 		s.nodes[c.node] = c.prev
-		s.list[s.index[c.node]] = c.prev
+		s.list[s.position(c.node)] = c.prev
 	case nodeAdded:
 		// Changes are undone last first, so a node added in this layer is the last one.
 		last := len(s.list) - 1
@@ -394,9 +431,8 @@ func (s *Snapshot) undo(c change) {
 		copy(s.list[c.index+1:], s.list[c.index:])
 		s.list[c.index] = c.prev
 		s.nodes[c.node] = c.prev
-		for j := c.index; j < len(s.list); j++ {
-			s.index[s.list[j].Node().Name] = j
-		}
+		s.index[c.node] = c.index
+		s.staleFrom = min(s.staleFrom, c.index)
 	case pvcCounted:
 		s.pvcRefs[c.pvc] -= c.delta
 		if s.pvcRefs[c.pvc] == 0 {
@@ -409,6 +445,35 @@ func (s *Snapshot) undo(c change) {
 	case slicesSet:
 		s.putResourceSlices(c.node, c.slices, c.hadSlices)
 	}
+}
+
+// position returns the position in list of a node in the snapshot, reindexing the nodes from
+// staleFrom on first if its entry may be off.
+func (s *Snapshot) position(name string) int {
+	if i := s.index[name]; i < s.staleFrom {
+		return i
+	}
+	for j := s.staleFrom; j < len(s.list); j++ {
+		s.index[s.list[j].Node().Name] = j
+	}
+	s.staleFrom = math.MaxInt
+	return s.index[name]
+}
+
+// find is position for a node about to be removed, which moves the nodes after it again:
+// an entry that may be off is looked up in the list instead of reindexing it. A node at or
+// after staleFrom in the list has its entry at or after staleFrom too, since only the nodes
+// after a removed or restored one moved. It returns -1 for a node not in the list.
+func (s *Snapshot) find(name string) int {
+	if i := s.index[name]; i < s.staleFrom {
+		return i
+	}
+	for j := s.staleFrom; j < len(s.list); j++ {
+		if s.list[j].Node().Name == name {
+			return j
+		}
+	}
+	return -1
 }
 
 func (s *Snapshot) bump() {

@@ -1,8 +1,8 @@
 package disruption
 
 import (
+	"cmp"
 	"fmt"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -111,27 +111,60 @@ func (c *Cluster) blocker(nc *karpv1.NodeClaim, node *corev1.Node, pods []*corev
 	if boundedDrain {
 		return ""
 	}
-	sorted := slices.Clone(pods)
-	slices.SortFunc(sorted, func(a, b *corev1.Pod) int {
-		return compareStrings(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
-	})
-	for _, p := range sorted {
+	// The first pod by namespace/name that blocks is named: a do-not-disrupt pod before a pod
+	// a PDB protects. One scan finds both; sorting every node's pods cost more than the rest
+	// of a 2,000-node decision's candidate list.
+	var annotated, guarded *corev1.Pod
+	var guardedBy string
+	for _, p := range pods {
 		if !isEvictable(p) {
 			continue
 		}
 		if doNotDisrupt(p) {
-			return fmt.Sprintf("pod %s/%s has %s annotation", p.Namespace, p.Name, karpv1.DoNotDisruptAnnotationKey)
-		}
-	}
-	for _, p := range sorted {
-		if !isEvictable(p) {
+			if annotated == nil || comparePodKeys(p, annotated) < 0 {
+				annotated = p
+			}
 			continue
 		}
+		if annotated != nil || (guarded != nil && comparePodKeys(p, guarded) >= 0) {
+			continue // only the first blocking pod is named
+		}
 		if pdb := c.blockingPDB(p); pdb != "" {
-			return fmt.Sprintf("pdb %s prevents pod evictions", pdb)
+			guarded, guardedBy = p, pdb
 		}
 	}
+	switch {
+	case annotated != nil:
+		return fmt.Sprintf("pod %s/%s has %s annotation", annotated.Namespace, annotated.Name, karpv1.DoNotDisruptAnnotationKey)
+	case guarded != nil:
+		return fmt.Sprintf("pdb %s prevents pod evictions", guardedBy)
+	}
 	return ""
+}
+
+// comparePodKeys compares the pods' "namespace/name" keys as strings, without building them.
+func comparePodKeys(a, b *corev1.Pod) int {
+	la, lb := len(a.Namespace)+1+len(a.Name), len(b.Namespace)+1+len(b.Name)
+	for i := range min(la, lb) {
+		if ca, cb := podKeyByte(a, i), podKeyByte(b, i); ca != cb {
+			if ca < cb {
+				return -1
+			}
+			return 1
+		}
+	}
+	return cmp.Compare(la, lb)
+}
+
+// podKeyByte is byte i of the pod's "namespace/name".
+func podKeyByte(p *corev1.Pod, i int) byte {
+	switch {
+	case i < len(p.Namespace):
+		return p.Namespace[i]
+	case i == len(p.Namespace):
+		return '/'
+	}
+	return p.Name[i-len(p.Namespace)-1]
 }
 
 // blockingPDB names the first PodDisruptionBudget matching pod that allows no disruption

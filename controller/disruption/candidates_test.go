@@ -1,9 +1,11 @@
 package disruption
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
@@ -32,6 +34,9 @@ func TestCandidates(t *testing.T) {
 			blocked: "Cannot disrupt Node: nodeclaim is annotated with karpenter.sh/do-not-disrupt"},
 		{name: "do-not-disrupt pod", reason: karpv1.DisruptionReasonDrifted, objs: objects(pair(testNode("a", "default")), testPod("precious", "node-a", podDoNotDisrupt)),
 			blocked: "Cannot disrupt Node: pod default/precious has karpenter.sh/do-not-disrupt annotation"},
+		{name: "the first do-not-disrupt pod by name is named", reason: karpv1.DisruptionReasonDrifted, objs: objects(pair(testNode("a", "default")),
+			testPod("zeta", "node-a", podDoNotDisrupt), testPod("beta", "node-a", podDoNotDisrupt), testPod("alpha", "node-a")),
+			blocked: "Cannot disrupt Node: pod default/beta has karpenter.sh/do-not-disrupt annotation"},
 		{name: "finished do-not-disrupt pod does not block", reason: karpv1.DisruptionReasonDrifted, objs: objects(pair(testNode("a", "default")), testPod("precious", "node-a", podDoNotDisrupt, succeeded)), want: true},
 		{name: "PDB allowing a disruption", reason: karpv1.DisruptionReasonDrifted, objs: objects(pair(testNode("a", "default")), testPod("web", "node-a"), pdb("ok", 1, map[string]string{"app": "web"})), want: true, pods: 1},
 		{name: "blocking PDB", reason: karpv1.DisruptionReasonDrifted, objs: objects(pair(testNode("a", "default")), testPod("web", "node-a"), pdb("x", 0, map[string]string{"app": "web"})),
@@ -86,4 +91,26 @@ func classOf(reason string) Class {
 		return ClassEventual
 	}
 	return ClassGraceful
+}
+
+func TestComparePodKeysAsJoinedStrings(t *testing.T) {
+	pod := func(ns, name string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	}
+	for _, tc := range []struct{ a, b *corev1.Pod }{
+		{pod("a", "x"), pod("a", "y")},
+		{pod("a", "x"), pod("a", "x")},
+		{pod("a", "x"), pod("a-b", "y")}, // "a/x" > "a-b/y": '/' sorts after '-'
+		{pod("a", "xy"), pod("a", "x")},
+		{pod("b", ""), pod("a", "zzz")},
+		{pod("", "a"), pod("a", "")},
+	} {
+		want := strings.Compare(tc.a.Namespace+"/"+tc.a.Name, tc.b.Namespace+"/"+tc.b.Name)
+		if got := comparePodKeys(tc.a, tc.b); got != want {
+			t.Errorf("comparePodKeys(%s/%s, %s/%s) = %d, want %d", tc.a.Namespace, tc.a.Name, tc.b.Namespace, tc.b.Name, got, want)
+		}
+		if got := comparePodKeys(tc.b, tc.a); got != -want {
+			t.Errorf("comparePodKeys(%s/%s, %s/%s) = %d, want %d", tc.b.Namespace, tc.b.Name, tc.a.Namespace, tc.a.Name, got, -want)
+		}
+	}
 }

@@ -150,6 +150,8 @@ func withoutUnavailable(its []*cloudprovider.InstanceType, unavailable Unavailab
 // otherwise the largest of the instance types the NodeClaim allows (it may become any).
 func usage(name string, nodeClaims []*karpv1.NodeClaim, its []*cloudprovider.InstanceType) corev1.ResourceList {
 	used := corev1.ResourceList{}
+	var nodes resource.Quantity
+	one := *resource.NewQuantity(1, resource.DecimalSI)
 	for _, nc := range nodeClaims {
 		if nc.Labels[karpv1.NodePoolLabelKey] != name {
 			continue
@@ -165,7 +167,16 @@ func usage(name string, nodeClaims []*karpv1.NodeClaim, its []*cloudprovider.Ins
 			}
 			capacity = maxCapacity(allowed)
 		}
-		used = scheduling.Merge(used, capacity, corev1.ResourceList{resourceNodes: *resource.NewQuantity(1, resource.DecimalSI)})
+		// Summed in place: a new list per NodeClaim was most of a forked plan's setup.
+		for name, q := range capacity {
+			sum := used[name]
+			sum.Add(q)
+			used[name] = sum
+		}
+		nodes.Add(one)
+	}
+	if nodes.Sign() > 0 {
+		used[resourceNodes] = nodes
 	}
 	return used
 }

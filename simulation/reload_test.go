@@ -1,0 +1,80 @@
+package simulation
+
+import (
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+)
+
+// nodeTotals describes what the Filters read of each node: its pods and their requests.
+func nodeTotals(s *Snapshot) string {
+	out := ""
+	for _, ni := range s.list {
+		n := ni.(*framework.NodeInfo)
+		out += fmt.Sprintf("%s: %d pods, cpu %d, memory %d, non-zero %d/%d, anti-affinity %d; ", n.Node().Name, len(n.Pods),
+			n.Requested.MilliCPU, n.Requested.Memory, n.NonZeroRequested.MilliCPU, n.NonZeroRequested.Memory, len(n.PodsWithRequiredAntiAffinity))
+	}
+	return out
+}
+
+func podInfoOf(t *testing.T, s *Snapshot, node, pod string) *framework.PodInfo {
+	t.Helper()
+	for _, p := range s.nodes[node].Pods {
+		if p.GetPod().Name == pod {
+			return p.(*framework.PodInfo)
+		}
+	}
+	t.Fatalf("pod %s is not on %s", pod, node)
+	return nil
+}
+
+// A Reset reuses the PodInfo of a pod object the previous Reset loaded, and only that: a
+// changed pod (a new object) is parsed again, and the snapshot reads as one built afresh.
+func TestResetReusesPodInfosOfTheSameObjects(t *testing.T) {
+	nodes := []*corev1.Node{testNode("n1", "8", "16Gi"), testNode("n2", "8", "16Gi")}
+	a := testPod("a", "1", "1Gi", onNode("n1"), labelled("app", "a"), antiAffine(corev1.LabelHostname, "a"))
+	b := testPod("b", "2", "2Gi", onNode("n2"))
+	c := testPod("c", "500m", "1Gi", onNode("n2"))
+	bigger := testPod("b", "4", "2Gi", onNode("n2")) // b changed: a new object
+	s, err := NewSnapshot(nodes, []*corev1.Pod{a, b, c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := map[string]*framework.PodInfo{"a": podInfoOf(t, s, "n1", "a"), "b": podInfoOf(t, s, "n2", "b")}
+	for _, step := range []struct {
+		name   string
+		pods   []*corev1.Pod
+		reused map[string]bool // pod → its PodInfo is first's
+	}{
+		{"the same objects", []*corev1.Pod{a, b, c}, map[string]bool{"a": true, "b": true}},
+		{"b changed", []*corev1.Pod{a, bigger, c}, map[string]bool{"a": true, "b": false}},
+		{"a gone", []*corev1.Pod{bigger, c}, nil},
+		// a was not in the last load: its PodInfo was not kept.
+		{"a back", []*corev1.Pod{a, bigger, c}, map[string]bool{"a": false}},
+	} {
+		t.Run(step.name, func(t *testing.T) {
+			must(t, s.Reset(nodes, step.pods))
+			fresh, err := NewSnapshot(nodes, step.pods)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := nodeTotals(s), nodeTotals(fresh); got != want {
+				t.Errorf("reloaded: %s\nfresh:    %s", got, want)
+			}
+			for pod, reused := range step.reused {
+				node := "n1"
+				if pod == "b" {
+					node = "n2"
+				}
+				if got := podInfoOf(t, s, node, pod) == first[pod]; got != reused {
+					t.Errorf("PodInfo of %s reused: %v, want %v", pod, got, reused)
+				}
+			}
+			if len(s.loaded) != len(step.pods) {
+				t.Errorf("%d PodInfos kept for %d pods loaded", len(s.loaded), len(step.pods))
+			}
+		})
+	}
+}
