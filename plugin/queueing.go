@@ -6,10 +6,8 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -34,7 +32,7 @@ func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, 
 	return []fwk.ClusterEventWithHint{
 		{
 			Event:          fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeLabel | fwk.UpdateNodeTaint},
-			QueueingHintFn: p.isNodeNowSchedulableFor,
+			QueueingHintFn: isJoineryNodeNowSchedulable,
 		},
 		{
 			Event:          fwk.ClusterEvent{Resource: nodeClaimResource, ActionType: fwk.All},
@@ -68,94 +66,22 @@ func joineryNodeSchedulable(node *corev1.Node) bool {
 	return !slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.UnregisteredTaintKey })
 }
 
-// isNodeNowSchedulableFor is isJoineryNodeNowSchedulable, narrowed for a pod that waits for a
-// NodeClaim: PreFilter holds it to that NodeClaim's node, so another node arriving cannot
-// schedule it, and requeueing every waiting pod whenever one of many new nodes arrives made
-// most of a scale-up's scheduling attempts. Its own node is caught here, or, when the plugin
-// does not know the node yet, by the NodeClaim's own update (isNodeClaimPlannedFor).
-func (p *Plugin) isNodeNowSchedulableFor(logger klog.Logger, pod *corev1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
-	hint, err := isJoineryNodeNowSchedulable(logger, pod, oldObj, newObj)
-	if err != nil || hint == fwk.QueueSkip {
-		return hint, err
-	}
-	node, _ := newObj.(*corev1.Node)
-	p.mu.Lock()
-	nodeClaim, waiting := p.waits.nodeClaimFor(pod.UID)
-	own := p.launches.nodeOf(nodeClaim)
-	p.mu.Unlock()
-	if waiting && own != node.Name {
-		return fwk.QueueSkip, nil
-	}
-	return fwk.Queue, nil
-}
-
-// isNodeClaimPlannedFor queues the pod when a NodeClaim planned for it (per its planned-pods
-// annotation) changes in a way that can change the pin's decision: it is added or goes away,
-// starts deleting, plans or unplans the pod, gets its node, or initializes. Other status
-// updates (conditions, capacity, the provider ID) leave the pod where it was: requeueing a
-// NodeClaim's pods on each of them cost a scheduling attempt per pod per update.
+// isNodeClaimPlannedFor queues the pod when the NodeClaim that changed (or went away) was
+// planned for it, per its planned-pods annotation.
 func isNodeClaimPlannedFor(logger klog.Logger, pod *corev1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
-	if oldObj == nil && newObj == nil {
-		return fwk.Queue, fmt.Errorf("expected a NodeClaim, got neither an old nor a new object")
+	obj := newObj
+	if obj == nil {
+		obj = oldObj
 	}
-	// The annotation first, without converting the object: most events concern other pods.
-	wasPlanned, err := plannedIn(oldObj, pod.UID)
+	nc, err := toNodeClaim(obj)
 	if err != nil {
 		return fwk.Queue, err
 	}
-	isPlanned, err := plannedIn(newObj, pod.UID)
-	if err != nil {
-		return fwk.Queue, err
-	}
-	if !wasPlanned && !isPlanned {
+	if !slices.Contains(simulation.PlannedPods(nc), pod.UID) {
 		return fwk.QueueSkip, nil
 	}
-	if oldObj == nil || newObj == nil || wasPlanned != isPlanned {
-		logger.V(5).Info("nodeclaim planned for the pod added, deleted or replanned", "pod", klog.KObj(pod))
-		return fwk.Queue, nil
-	}
-	oldNC, err := toNodeClaim(oldObj)
-	if err != nil {
-		return fwk.Queue, err
-	}
-	newNC, err := toNodeClaim(newObj)
-	if err != nil {
-		return fwk.Queue, err
-	}
-	if !pinChanged(oldNC, newNC) {
-		return fwk.QueueSkip, nil
-	}
-	logger.V(5).Info("nodeclaim planned for the pod changed", "pod", klog.KObj(pod), "NodeClaim", klog.KObj(newNC))
+	logger.V(5).Info("nodeclaim planned for the pod changed", "pod", klog.KObj(pod), "NodeClaim", klog.KObj(nc))
 	return fwk.Queue, nil
-}
-
-// plannedIn reports whether obj, a NodeClaim in any shape toNodeClaim accepts (or nil), lists
-// uid in its planned-pods annotation.
-func plannedIn(obj any, uid types.UID) (bool, error) {
-	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tombstone.Obj
-	}
-	var annotations map[string]string
-	switch o := obj.(type) {
-	case nil:
-		return false, nil
-	case *karpv1.NodeClaim:
-		annotations = o.Annotations
-	case *unstructured.Unstructured:
-		annotations = o.GetAnnotations()
-	default:
-		return false, fmt.Errorf("expected a NodeClaim, got %T", obj)
-	}
-	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Annotations: annotations}}
-	return slices.Contains(simulation.PlannedPods(nc), uid), nil
-}
-
-// pinChanged reports whether a NodeClaim update changes what PreFilter and Filter decide for
-// the pods planned onto it: its node, whether it is deleting, whether it is initialized.
-func pinChanged(old, new *karpv1.NodeClaim) bool {
-	return old.Status.NodeName != new.Status.NodeName ||
-		(old.DeletionTimestamp == nil) != (new.DeletionTimestamp == nil) ||
-		launching(old) != launching(new)
 }
 
 // toNodeClaim accepts the shapes a NodeClaim event carries: the dynamic informer's
