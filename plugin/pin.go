@@ -4,6 +4,7 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	fwk "k8s.io/kube-scheduler/framework"
 )
@@ -18,11 +19,10 @@ var _ fwk.PreFilterPlugin = &Plugin{}
 func (p *Plugin) PreFilter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	nodeClaim, ok := p.waits.nodeClaimFor(pod.UID)
+	nodeClaim, node, ok := p.pinOf(pod.UID)
 	if !ok {
 		return nil, nil
 	}
-	node := p.launches.nodeOf(nodeClaim)
 	if node == "" {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, waitingMessage(nodeClaim))
 	}
@@ -42,8 +42,7 @@ var _ fwk.FilterPlugin = &Plugin{}
 // pods that wait for a registered node (filterPromised).
 func (p *Plugin) Filter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
 	p.mu.Lock()
-	nodeClaim, ok := p.waits.nodeClaimFor(pod.UID)
-	node := p.launches.nodeOf(nodeClaim)
+	nodeClaim, node, ok := p.pinOf(pod.UID)
 	p.mu.Unlock()
 	if !ok {
 		return p.filterPromised(pod, nodeInfo)
@@ -52,4 +51,14 @@ func (p *Plugin) Filter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, no
 		return nil
 	}
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, waitingMessage(nodeClaim))
+}
+
+// pinOf returns the NodeClaim pod waits for and that NodeClaim's registered node ("" until it
+// has one); ok is false when the pod waits for none. The caller holds p.mu.
+func (p *Plugin) pinOf(pod types.UID) (nodeClaim, node string, ok bool) {
+	nodeClaim, ok = p.waits.nodeClaimFor(pod)
+	if !ok {
+		return "", "", false
+	}
+	return nodeClaim, p.launches.nodeOf(nodeClaim), true
 }

@@ -171,10 +171,7 @@ func (p *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *corev1.P
 func (p *Plugin) nomination(pod *corev1.Pod) *fwk.PostFilterResult {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	node := ""
-	if nodeClaim, ok := p.waits.nodeClaimFor(pod.UID); ok {
-		node = p.launches.nodeOf(nodeClaim)
-	}
+	_, node, _ := p.pinOf(pod.UID)
 	if node == "" && pod.Status.NominatedNodeName == "" {
 		return nil
 	}
