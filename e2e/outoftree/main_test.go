@@ -52,7 +52,8 @@ func buildBinaries(dir string) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
+	// -s -w: like make build's binaries, two large links without a symbol table and DWARF.
+	cmd := exec.Command("go", "build", "-ldflags=-s -w", "-o", dir+string(filepath.Separator),
 		"./e2e/outoftree/cmd/joinery-scheduler", "./e2e/outoftree/cmd/joinery-controller")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
