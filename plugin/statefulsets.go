@@ -55,7 +55,9 @@ func (p *Plugin) statefulSetReplicas(namespace string, ref *metav1.OwnerReferenc
 
 // statefulSetTemplate is the template a StatefulSet's new pods are made of: without the
 // volumes its claim templates replace (each replica mounts its own, replicaClaims), and with
-// the revision label the controller adds (a spread's matchLabelKeys may name it).
+// the revision label the controller adds (a spread's matchLabelKeys may name it). The
+// per-pod labels (pod-name, pod-index) are not added: a selector naming one pod is rare, and
+// they would make each virtual pod an equivalence class of its own.
 func statefulSetTemplate(sts *appsv1.StatefulSet) *corev1.PodTemplateSpec {
 	t := sts.Spec.Template.DeepCopy()
 	if len(sts.Spec.VolumeClaimTemplates) > 0 {
