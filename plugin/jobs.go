@@ -40,7 +40,12 @@ func (p *Plugin) jobReplicas(namespace string, ref *metav1.OwnerReference) (buff
 	if u := job.Status.UncountedTerminatedPods; u != nil {
 		uncounted.Insert(u.Succeeded...)
 	}
+	// An Indexed Job does not run again the indexes that succeeded, nor those that failed for
+	// good (backoffLimitPerIndex).
 	completed := parseIndexes(job.Status.CompletedIndexes)
+	if job.Status.FailedIndexes != nil {
+		completed = completed.Union(parseIndexes(*job.Status.FailedIndexes))
+	}
 	active, activeIndexes := 0, sets.New[int]()
 	for _, pod := range p.controlledPods(namespace, job.Spec.Selector, job.UID) {
 		index, hasIndex := completionIndex(pod)

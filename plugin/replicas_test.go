@@ -468,6 +468,10 @@ func TestJobMissingReplicas(t *testing.T) {
 			pods: func(j *batchv1.Job) []*corev1.Pod { return active(j, 1) }, want: 0},
 		{name: "Indexed: the lowest pending indexes, up to parallelism", job: testJob("idx", indexed(8, 4, "0,2")),
 			pods: func(j *batchv1.Job) []*corev1.Pod { return []*corev1.Pod{jobPod(j, "1", 1)} }, wantIndexes: []int{3, 4, 5}},
+		{name: "Indexed: indexes that failed for good are not run again", job: testJob("idx", indexed(6, 6, "0"), func(j *batchv1.Job) {
+			j.Spec.BackoffLimitPerIndex = ptr.To[int32](1)
+			j.Status.FailedIndexes = ptr.To("1,3")
+		}), pods: func(j *batchv1.Job) []*corev1.Pod { return []*corev1.Pod{jobPod(j, "2", 2)} }, wantIndexes: []int{4, 5}},
 		{name: "Indexed: succeeded pods' indexes not in completedIndexes yet are done", job: testJob("idx", indexed(6, 6, "0-1")),
 			pods: func(j *batchv1.Job) []*corev1.Pod {
 				return []*corev1.Pod{jobPod(j, "2", 2), jobPod(j, "3", 3, succeeded, tracked), jobPod(j, "4", 4, failed)}
