@@ -71,10 +71,11 @@ type ProvisionerArgs struct {
 	// IgnoreDRARequests leaves pods' resource claims out of planning, as Karpenter's
 	// IGNORE_DRA_REQUESTS does: nodes are chosen without regard to the devices claims need.
 	IgnoreDRARequests bool `json:"ignoreDRARequests,omitempty"`
-	// PlanMissingReplicas (default true): a batch whose pending pods belong to a ReplicaSet
-	// that wants more replicas than it has created plans the missing ones too, as virtual pods
-	// of its template, so the first batch of a scale-up buys capacity for all of it. They
-	// share the virtual-pod cap (buffer.MaxVirtualPods) with CapacityBuffers.
+	// PlanMissingReplicas (default true): a batch whose pending pods belong to a ReplicaSet,
+	// a StatefulSet or a Job that will create more pods than it has plans the missing ones
+	// too, as virtual pods of its template, so the first batch of a scale-up buys capacity
+	// for all of it. They share the virtual-pod cap (buffer.MaxVirtualPods) with
+	// CapacityBuffers.
 	PlanMissingReplicas *bool `json:"planMissingReplicas,omitempty"`
 }
 

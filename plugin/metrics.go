@@ -46,7 +46,7 @@ var (
 		Namespace:      "joinery",
 		Subsystem:      "provisioner",
 		Name:           "missing_replicas_planned",
-		Help:           "Replicas the last provisioning batch planned capacity for before their workload (a ReplicaSet) created them, as virtual pods (planMissingReplicas). Labelled by scheduler profile.",
+		Help:           "Replicas the last provisioning batch planned capacity for before their workload (a ReplicaSet, StatefulSet or Job) created them, as virtual pods (planMissingReplicas). Labelled by scheduler profile.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"profile"})
 

@@ -6,7 +6,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
@@ -110,14 +109,22 @@ func (o Options) build(ctx context.Context, obj runtime.Object, handle fwk.Handl
 	if o.WrapRecorder != nil {
 		recorder = o.WrapRecorder(recorder)
 	}
-	var replicaSets appslisters.ReplicaSetLister
+	var workloads *workloadListers
 	if args.PlanMissingReplicas != nil && *args.PlanMissingReplicas {
-		// Registered before kube-scheduler starts its informer factory, which starts this one.
-		replicaSets = handle.SharedInformerFactory().Apps().V1().ReplicaSets().Lister()
+		// Registered before kube-scheduler starts its informer factory, which starts these;
+		// the claims and classes are VolumeBinding's informers.
+		factory := handle.SharedInformerFactory()
+		workloads = &workloadListers{
+			replicaSets:  factory.Apps().V1().ReplicaSets().Lister(),
+			statefulSets: factory.Apps().V1().StatefulSets().Lister(),
+			jobs:         factory.Batch().V1().Jobs().Lister(),
+			claims:       factory.Core().V1().PersistentVolumeClaims().Lister(),
+			classes:      factory.Storage().V1().StorageClasses().Lister(),
+		}
 	}
 	p := newPlugin(ctx, args, handle.ProfileName(), dependencies{
-		replicaSets: replicaSets,
-		pods:        podInformer.Lister(),
+		workloads: workloads,
+		pods:      podInformer.Lister(),
 		nodeInfos: func() fwk.NodeInfoLister {
 			if lister := handle.SnapshotSharedLister(); lister != nil {
 				return lister.NodeInfos()

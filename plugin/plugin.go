@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -74,8 +73,8 @@ type Plugin struct {
 
 	// buffers reads CapacityBuffers (gate CapacityBuffer); nil with the gate off.
 	buffers *bufferSource
-	// replicaSets reads the batch's ReplicaSets (planMissingReplicas); nil with it off.
-	replicaSets appslisters.ReplicaSetLister
+	// workloads reads the controllers of the batch's pods (planMissingReplicas); nil with it off.
+	workloads *workloadListers
 	// offerings plans refused pods again when a skipped unavailable offering expires.
 	offerings offeringTimer
 }
@@ -99,8 +98,8 @@ type dependencies struct {
 	planner   simulation.Planner
 	leader    Leadership
 	readiness *SyncTracker
-	// replicaSets is nil unless planMissingReplicas.
-	replicaSets appslisters.ReplicaSetLister
+	// workloads is nil unless planMissingReplicas.
+	workloads *workloadListers
 }
 
 func newPlugin(ctx context.Context, args ProvisionerArgs, profile string, deps dependencies) *Plugin {
@@ -120,7 +119,7 @@ func newPlugin(ctx context.Context, args ProvisionerArgs, profile string, deps d
 		client:        deps.client,
 		planner:       deps.planner,
 		leader:        deps.leader,
-		replicaSets:   deps.replicaSets,
+		workloads:     deps.workloads,
 		synced:        func() {},
 		batcher:       NewBatcher(deps.clock, args.BatchIdleDuration.Duration, args.BatchMaxDuration.Duration),
 		pending:       newPendingSet(),

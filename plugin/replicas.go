@@ -6,25 +6,41 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	batchlisters "k8s.io/client-go/listers/batch/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/joinery-dev/joinery/scheduling"
 	"github.com/joinery-dev/joinery/simulation/buffer"
 )
 
-// missingReplicaPods returns virtual pods for the replicas that the ReplicaSets of the batch's
-// pods will create but have not created yet, at most limit in all (planMissingReplicas). A
-// ReplicaSet creates its pods in growing bursts over many seconds; planned with the first of
-// them, the rest get capacity in the same solve instead of in later batches that each buy
-// small NodeClaims beside the first batch's. The real replicas that come later are planned
-// like any pod (the solver places the batch's real pods first, onto the launching NodeClaims
-// bought for them), and their Filters decide exactly as before.
+// workloadListers read the controllers whose missing replicas a batch plans
+// (planMissingReplicas), and the claims and classes a StatefulSet's replicas mount.
+type workloadListers struct {
+	replicaSets  appslisters.ReplicaSetLister
+	statefulSets appslisters.StatefulSetLister
+	jobs         batchlisters.JobLister
+	claims       corelisters.PersistentVolumeClaimLister
+	classes      storagelisters.StorageClassLister
+}
+
+// missingReplicaPods returns virtual pods for the replicas that the controllers of the
+// batch's pods (ReplicaSets, StatefulSets, Jobs) will create but have not created yet, at
+// most limit in all (planMissingReplicas). A controller creates a scale-up's pods in bursts
+// over many seconds; planned with the first of them, the rest get capacity in the same solve
+// instead of in later batches that each buy small NodeClaims beside the first batch's. The
+// real replicas that come later are planned like any pod (the solver places the batch's real
+// pods first, onto the launching NodeClaims bought for them), and their Filters decide
+// exactly as before.
 func (p *Plugin) missingReplicaPods(ctx context.Context, pods []*corev1.Pod, limit int) []*corev1.Pod {
-	if p.replicaSets == nil || limit <= 0 {
+	if p.workloads == nil || limit <= 0 {
 		return nil
 	}
 	workloads := p.missingReplicas(pods)
@@ -34,61 +50,88 @@ func (p *Plugin) missingReplicaPods(ctx context.Context, pods []*corev1.Pod, lim
 		var names []string
 		want := 0
 		for _, w := range workloads {
-			names = append(names, w.Namespace+"/"+w.Ref.Name)
-			want += int(w.Missing)
+			names = append(names, w.Ref.Kind+"/"+w.Namespace+"/"+w.Ref.Name)
+			want += missingCount(w)
 		}
-		klog.FromContext(ctx).Info("planning replicas not created yet", "ReplicaSets", strings.Join(names, ","), "missing", want, "planned", len(virtual), "limit", limit)
+		klog.FromContext(ctx).Info("planning replicas not created yet", "workloads", strings.Join(names, ","), "missing", want, "planned", len(virtual), "limit", limit)
 	}
 	return virtual
 }
 
-// missingReplicas returns the ReplicaSets that control pods of the batch and want more
-// replicas than they have, by namespace and name. A ReplicaSet being deleted, or whose last
-// creations failed (ReplicaFailure: a quota or a webhook refused them), is left out: its
-// missing replicas may never come.
+func missingCount(w buffer.Workload) int {
+	if w.Replicas != nil {
+		return len(w.Replicas)
+	}
+	return int(w.Missing)
+}
+
+// missingReplicas returns the controllers of the batch's pods that will create more pods
+// than exist, by kind, namespace and name. Each kind counts its missing replicas as its
+// controller does; a controller being deleted, or that may never create them, is left out.
 func (p *Plugin) missingReplicas(pods []*corev1.Pod) []buffer.Workload {
 	seen := map[types.UID]bool{}
 	var out []buffer.Workload
 	for _, pod := range pods {
 		ref := metav1.GetControllerOfNoCopy(pod)
-		if ref == nil || ref.Kind != "ReplicaSet" || ref.APIVersion != appsv1.SchemeGroupVersion.String() || seen[ref.UID] {
+		if ref == nil || seen[ref.UID] {
 			continue
 		}
 		seen[ref.UID] = true
-		rs, err := p.replicaSets.ReplicaSets(pod.Namespace).Get(ref.Name)
-		if err != nil || rs.UID != ref.UID || rs.DeletionTimestamp != nil || rs.Spec.Replicas == nil || replicaFailure(rs) {
-			continue
+		var w buffer.Workload
+		var ok bool
+		switch {
+		case ref.Kind == "ReplicaSet" && ref.APIVersion == appsv1.SchemeGroupVersion.String():
+			w, ok = p.replicaSetReplicas(pod.Namespace, ref)
+		case ref.Kind == "StatefulSet" && ref.APIVersion == appsv1.SchemeGroupVersion.String():
+			w, ok = p.statefulSetReplicas(pod.Namespace, ref)
+		case ref.Kind == "Job" && ref.APIVersion == batchv1.SchemeGroupVersion.String():
+			w, ok = p.jobReplicas(pod.Namespace, ref)
 		}
-		missing := *rs.Spec.Replicas - p.activeReplicas(rs)
-		if missing <= 0 {
-			continue
+		if ok && missingCount(w) > 0 {
+			out = append(out, w)
 		}
-		out = append(out, buffer.Workload{Ref: *ref, Namespace: rs.Namespace, Template: &rs.Spec.Template, Missing: missing})
 	}
 	slices.SortFunc(out, func(a, b buffer.Workload) int {
-		return strings.Compare(a.Namespace+"/"+a.Ref.Name, b.Namespace+"/"+b.Ref.Name)
+		return strings.Compare(a.Ref.Kind+"/"+a.Namespace+"/"+a.Ref.Name, b.Ref.Kind+"/"+b.Namespace+"/"+b.Ref.Name)
 	})
 	return out
 }
 
-// activeReplicas counts rs's pods as the ReplicaSet controller does: not being deleted, not
-// finished (it replaces those).
-func (p *Plugin) activeReplicas(rs *appsv1.ReplicaSet) int32 {
-	selector, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
+// replicaSetReplicas: spec.replicas less the pods that count, as the ReplicaSet controller
+// counts them (not being deleted, not finished: it replaces those). A ReplicaSet whose last
+// creations failed (ReplicaFailure: a quota or a webhook refused them) is left out.
+func (p *Plugin) replicaSetReplicas(namespace string, ref *metav1.OwnerReference) (buffer.Workload, bool) {
+	rs, err := p.workloads.replicaSets.ReplicaSets(namespace).Get(ref.Name)
+	if err != nil || rs.UID != ref.UID || rs.DeletionTimestamp != nil || rs.Spec.Replicas == nil || replicaFailure(rs) {
+		return buffer.Workload{}, false
+	}
+	var active int32
+	for _, pod := range p.controlledPods(namespace, rs.Spec.Selector, rs.UID) {
+		if pod.DeletionTimestamp == nil && !scheduling.PodFinished(pod) {
+			active++
+		}
+	}
+	return buffer.Workload{Ref: *ref, Namespace: namespace, Template: &rs.Spec.Template, Missing: *rs.Spec.Replicas - active}, true
+}
+
+// controlledPods lists the pods selector selects in namespace whose controller is uid, as
+// the informer has them.
+func (p *Plugin) controlledPods(namespace string, ls *metav1.LabelSelector, uid types.UID) []*corev1.Pod {
+	selector, err := metav1.LabelSelectorAsSelector(ls)
 	if err != nil {
 		selector = labels.Everything()
 	}
-	list, err := p.pods.Pods(rs.Namespace).List(selector)
+	list, err := p.pods.Pods(namespace).List(selector)
 	if err != nil {
-		return 0
+		return nil
 	}
-	var n int32
+	var out []*corev1.Pod
 	for _, pod := range list {
-		if ref := metav1.GetControllerOfNoCopy(pod); ref != nil && ref.UID == rs.UID && pod.DeletionTimestamp == nil && !scheduling.PodFinished(pod) {
-			n++
+		if ref := metav1.GetControllerOfNoCopy(pod); ref != nil && ref.UID == uid {
+			out = append(out, pod)
 		}
 	}
-	return n
+	return out
 }
 
 func replicaFailure(rs *appsv1.ReplicaSet) bool {

@@ -12,14 +12,44 @@ import (
 // (Kind/namespace/name). Like AnnotationKey it only labels: the UID proves the pod virtual.
 const ReplicaAnnotationKey = "joinery.dev/missing-replica-of"
 
-// Workload is a controller (a ReplicaSet) that will create more pods than exist: Missing
-// replicas of Template.
+// Workload is a controller (a ReplicaSet, a StatefulSet, a Job) that will create more pods
+// than exist: Missing replicas of Template, or, for a controller whose pods have an identity,
+// the Replicas listed.
 type Workload struct {
 	// Ref is the workload as its pods' controller reference names it.
 	Ref       metav1.OwnerReference
 	Namespace string
 	Template  *corev1.PodTemplateSpec
 	Missing   int32
+	// Replicas, when set, are the missing replicas one by one (a StatefulSet's ordinals, an
+	// Indexed Job's completion indexes) and Missing is ignored.
+	Replicas []Replica
+}
+
+// Replica is one missing replica of a workload whose pods have an identity.
+type Replica struct {
+	// Index is the replica's ordinal or completion index: its virtual pod's name and UID
+	// derive from it, so the same replica is the same virtual pod from batch to batch.
+	Index int
+	// Volumes are added to the template's: the replica's own PersistentVolumeClaims, which
+	// exist, so the simulation's volume Filters place it where they can be used.
+	Volumes []corev1.Volume
+}
+
+// count is how many replicas w misses.
+func (w *Workload) count() int {
+	if w.Replicas != nil {
+		return len(w.Replicas)
+	}
+	return int(max(w.Missing, 0))
+}
+
+// replica returns the i-th missing replica of w (0 <= i < count).
+func (w *Workload) replica(i int) Replica {
+	if w.Replicas != nil {
+		return w.Replicas[i]
+	}
+	return Replica{Index: i}
 }
 
 // Plannable reports whether a workload's missing replicas can be planned before they exist:
@@ -46,7 +76,7 @@ func Plannable(template *corev1.PodTemplateSpec) bool {
 func MissingReplicas(workloads []Workload, limit int) []*corev1.Pod {
 	var pods []*corev1.Pod
 	for _, w := range workloads {
-		n := min(int(w.Missing), limit-len(pods))
+		n := min(w.count(), limit-len(pods))
 		if n <= 0 || !Plannable(w.Template) {
 			continue
 		}
@@ -61,8 +91,14 @@ func MissingReplicas(workloads []Workload, limit int) []*corev1.Pod {
 		owner.BlockOwnerDeletion = nil
 		value := fmt.Sprintf("%s/%s/%s", owner.Kind, w.Namespace, owner.Name)
 		for i := range n {
-			pods = append(pods, virtualPod(fmt.Sprintf("%s-missing-%d", owner.Name, i), w.Namespace, replicaUID(owner.UID, i), labels,
-				map[string]string{ReplicaAnnotationKey: value}, owner, &spec))
+			r := w.replica(i)
+			replicaSpec := &spec
+			if len(r.Volumes) > 0 {
+				replicaSpec = spec.DeepCopy()
+				replicaSpec.Volumes = append(replicaSpec.Volumes, r.Volumes...)
+			}
+			pods = append(pods, virtualPod(fmt.Sprintf("%s-missing-%d", owner.Name, r.Index), w.Namespace, replicaUID(owner.UID, r.Index), labels,
+				map[string]string{ReplicaAnnotationKey: value}, owner, replicaSpec))
 		}
 	}
 	return pods

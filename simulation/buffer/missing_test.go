@@ -1,6 +1,7 @@
 package buffer
 
 import (
+	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -87,5 +88,28 @@ func TestMissingReplicasAreVirtual(t *testing.T) {
 	}
 	if simulation.EquivalenceKey(replica) != simulation.EquivalenceKey(pods[1]) {
 		t.Error("a missing replica is not in its real replicas' equivalence class")
+	}
+}
+
+// TestMissingReplicasWithIdentity: a workload listing its replicas (a StatefulSet's ordinals,
+// an Indexed Job's indexes) gets one virtual pod per replica, named and identified by its
+// index, with the replica's own volumes added to the template's; the limit cuts the list.
+func TestMissingReplicasWithIdentity(t *testing.T) {
+	w := testWorkload("db", 0, webTemplate())
+	w.Ref.Kind = "StatefulSet"
+	claim := corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-db-4"}}}
+	w.Replicas = []Replica{{Index: 2}, {Index: 4, Volumes: []corev1.Volume{claim}}, {Index: 7}}
+	pods := MissingReplicas([]Workload{w}, 2)
+	if len(pods) != 2 {
+		t.Fatalf("%d virtual pods, want 2 (the limit)", len(pods))
+	}
+	for i, want := range []int{2, 4} {
+		p := pods[i]
+		if p.Name != fmt.Sprintf("db-missing-%d", want) || p.UID != replicaUID(w.Ref.UID, want) || !IsVirtual(p) {
+			t.Errorf("pod %d: %s %s virtual %v, want replica %d's", i, p.Name, p.UID, IsVirtual(p), want)
+		}
+	}
+	if len(pods[0].Spec.Volumes) != 0 || len(pods[1].Spec.Volumes) != 1 || pods[1].Spec.Volumes[0].PersistentVolumeClaim.ClaimName != "data-db-4" {
+		t.Errorf("volumes %+v and %+v, want none and replica 4's claim", pods[0].Spec.Volumes, pods[1].Spec.Volumes)
 	}
 }
