@@ -83,6 +83,12 @@ func (c *Cluster) Candidates(reason string, class Class) ([]*Candidate, []Blocke
 				continue
 			}
 		}
+		if c.nominatedFor(node.Name) {
+			// Karpenter's rule: a pending pod the scheduler nominated to this node is about to
+			// land there; an "empty" node in a slow scale-up is not empty.
+			blocked = append(blocked, Blocked{NodeClaim: nc, Node: node, Message: "Cannot disrupt Node: state node is nominated for a pending pod"})
+			continue
+		}
 		podsOnNode := c.PodsByNode[node.Name]
 		if why := c.blocker(nc, node, podsOnNode, class == ClassEventual && nc.Spec.TerminationGracePeriod != nil); why != "" {
 			blocked = append(blocked, Blocked{NodeClaim: nc, Node: node, Message: "Cannot disrupt Node: " + why})
@@ -210,4 +216,18 @@ func compareStrings(a, b string) int {
 		return 1
 	}
 	return 0
+}
+
+// nominatedFor reports whether a pending pod is nominated to node (status.nominatedNodeName,
+// which kube-scheduler sets when a pod is placed on a node it waits for).
+func (c *Cluster) nominatedFor(node string) bool {
+	c.nominatedOnce.Do(func() {
+		c.nominated = map[string]bool{}
+		for _, p := range c.Pods {
+			if p.Spec.NodeName == "" && p.Status.NominatedNodeName != "" && isEvictable(p) {
+				c.nominated[p.Status.NominatedNodeName] = true
+			}
+		}
+	})
+	return c.nominated[node]
 }

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
@@ -62,6 +63,16 @@ func TestCandidates(t *testing.T) {
 		{name: "drift with terminationGracePeriod ignores a blocking PDB", reason: karpv1.DisruptionReasonDrifted, objs: objects(pair(testNode("a", "default", withTGP)), testPod("web", "node-a"), pdb("x", 0, map[string]string{"app": "web"})), want: true, pods: 1},
 		{name: "emptiness does not get the terminationGracePeriod exception", reason: karpv1.DisruptionReasonEmpty, objs: objects(pair(testNode("a", "default", withTGP)), testPod("precious", "node-a", podDoNotDisrupt)),
 			blocked: "Cannot disrupt Node: pod default/precious has karpenter.sh/do-not-disrupt annotation"},
+		{name: "a pending pod nominated to the node blocks it (a slow scale-up's empty node)", reason: karpv1.DisruptionReasonEmpty, objs: objects(pair(testNode("a", "default")),
+			testPod("coming", "", nominatedTo("node-a"))),
+			blocked: "Cannot disrupt Node: state node is nominated for a pending pod"},
+		{name: "a pod nominated to another node does not", reason: karpv1.DisruptionReasonEmpty, objs: objects(pair(testNode("a", "default")),
+			testPod("coming", "", nominatedTo("node-b"))), want: true},
+		{name: "nor does a deleted pending pod nominated to it", reason: karpv1.DisruptionReasonEmpty, objs: objects(pair(testNode("a", "default")),
+			testPod("gone", "", nominatedTo("node-a"), func(p *corev1.Pod) {
+				p.DeletionTimestamp = ptr.To(metav1.NewTime(epoch))
+				p.Finalizers = []string{"test"}
+			})), want: true},
 		{name: "drift with terminationGracePeriod still honours the node's annotation", reason: karpv1.DisruptionReasonDrifted, objs: objects(pair(testNode("a", "default", withTGP, nodeAnnotated))),
 			blocked: "Cannot disrupt Node: node is annotated with karpenter.sh/do-not-disrupt"},
 	}
@@ -113,4 +124,9 @@ func TestComparePodKeysAsJoinedStrings(t *testing.T) {
 			t.Errorf("comparePodKeys(%s/%s, %s/%s) = %d, want %d", tc.b.Namespace, tc.b.Name, tc.a.Namespace, tc.a.Name, got, -want)
 		}
 	}
+}
+
+// nominatedTo makes a pending pod nominated to node.
+func nominatedTo(node string) podOption {
+	return func(p *corev1.Pod) { p.Status.NominatedNodeName = node }
 }

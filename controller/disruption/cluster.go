@@ -33,6 +33,9 @@ type Cluster struct {
 
 	pdbOnce sync.Once
 	pdbs    []pdbSelector
+	// nominated are the nodes pending pods are nominated to (nominatedFor).
+	nominatedOnce sync.Once
+	nominated     map[string]bool
 
 	// Suspended, when set, says why voluntary disruption of a node is suspended ("" when it
 	// is not): the cloud provider's zone check (ZoneSuspender).

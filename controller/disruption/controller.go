@@ -19,6 +19,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -118,6 +119,9 @@ type Controller struct {
 	// budgetWait, when set, holds passes back from the methods until a node being deleted is
 	// gone: the candidates were blocked only by those nodes' budget.
 	budgetWait *budgetWait
+	// wake ends the wait between passes early when a NodeClaim change may have freed a budget
+	// or made a candidate (NodeClaimChanged).
+	wake chan struct{}
 }
 
 // New returns the loop over methods (in order). c reads from the cache and writes; reader
@@ -136,6 +140,51 @@ func New(c client.Client, reader client.Reader, recorder events.EventRecorder, c
 		clock:   clk,
 		opts:    opts,
 		started: map[string]time.Time{},
+		wake:    make(chan struct{}, 1),
+	}
+}
+
+// NodeClaimChanged is told of every NodeClaim change the manager's cache sees (old nil when
+// it is new, nc nil when it is gone). A command's step (NodeClaimChanged of Queue), a budget
+// freed — a node being disrupted gone, its instance terminating, or its command rolled back —
+// and a node becoming Consolidatable or Drifted are acted on at once, not at the next poll;
+// nothing else wakes the loop.
+func (c *Controller) NodeClaimChanged(old, nc *karpv1.NodeClaim) {
+	c.queue.NodeClaimChanged(old, nc)
+	if freesBudget(old, nc) || becameCandidate(old, nc) {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// becameCandidate reports whether a change from old to nc made it Consolidatable or Drifted:
+// a method may act on it now.
+func becameCandidate(old, nc *karpv1.NodeClaim) bool {
+	if old == nil || nc == nil {
+		return false
+	}
+	for _, t := range []string{karpv1.ConditionTypeConsolidatable, karpv1.ConditionTypeDrifted} {
+		if meta.IsStatusConditionTrue(nc.Status.Conditions, t) && !meta.IsStatusConditionTrue(old.Status.Conditions, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// freesBudget reports whether a change from old to nc gives a budget back.
+func freesBudget(old, nc *karpv1.NodeClaim) bool {
+	if old == nil || (old.DeletionTimestamp == nil && !isMarked(old)) {
+		return false // it held no budget
+	}
+	switch {
+	case nc == nil:
+		return true
+	case instanceTerminating(nc) && !instanceTerminating(old):
+		return true
+	default:
+		return nc.DeletionTimestamp == nil && !isMarked(nc) // unmarked: its command rolled back
 	}
 }
 
@@ -171,6 +220,7 @@ func (c *Controller) Start(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-c.clock.After(wait):
+		case <-c.wake:
 		}
 	}
 }

@@ -266,11 +266,12 @@ func newBudgetWait(cluster *Cluster, until time.Time) *budgetWait {
 	return w
 }
 
-// freed reports whether a NodeClaim that was being deleted is gone from cluster.
+// freed reports whether a NodeClaim that was being deleted is gone from cluster, or no longer
+// counts against its budget (its instance terminating).
 func (w *budgetWait) freed(cluster *Cluster) bool {
 	present := 0
 	for _, nc := range cluster.NodeClaims {
-		if w.deleting[nc.Name] {
+		if w.deleting[nc.Name] && !instanceTerminating(nc) {
 			present++
 		}
 	}
@@ -396,7 +397,10 @@ func computeMethod(ctx context.Context, cluster *Cluster, m Method, now time.Tim
 			break
 		}
 	}
-	cmd, passed, err := m.ComputeCommand(ctx, cluster, allowed, mine)
+	// A NodePool whose budget is held only by nodes being disrupted is decided for as if they
+	// were gone: the command waits its validation delay while they go, and starts when the
+	// budget allows it (execute), not a validation delay after.
+	cmd, passed, err := m.ComputeCommand(ctx, cluster, cluster.AllowedOnceDisrupted(m.Reason(), now), mine)
 	res.Blocked = append(res.Blocked, passed...)
 	return cmd, res, err
 }

@@ -223,34 +223,94 @@ func (c countingMethod) ComputeCommand(ctx context.Context, cl *Cluster, allowed
 	return c.contractOnly.ComputeCommand(ctx, cl, allowed, cands)
 }
 
-// TestPassWaitsForNodesBeingDeleted: empty nodes whose budget is held only by a node being
-// deleted are looked at again a second later; until that node is gone a pass does not ask the
-// methods again, and once it is gone the next pass does and removes one.
-func TestPassWaitsForNodesBeingDeleted(t *testing.T) {
-	objs := []client.Object{testNodePool("default", budgets(karpv1.Budget{Nodes: "1"}))}
-	objs = append(objs, pair(testNode("going", "default", deleting))...)
-	for _, name := range []string{"e1", "e2"} {
-		objs = append(objs, pair(testNode(name, "default", func(nc *karpv1.NodeClaim, _ *corev1.Node) {
-			nc.Finalizers = []string{karpv1.TerminationFinalizer}
-		}))...)
+// TestPassDecidesWhileNodesBeingDeletedHoldTheBudget: empty nodes whose budget (1) is held
+// only by a node being deleted. The first pass decides at once, with the budget the NodePool
+// has once that node is gone, and waits its validation delay while the node goes; the command
+// starts as soon as the budget frees — the node gone, or its instance terminating (it counts
+// no more, as in Karpenter) — with no second validation delay, and the methods are not asked
+// again meanwhile; so do the next two, each as the one before is gone. Every pass of the
+// sequence keeps the budget: never two nodes disrupting.
+// The loop used to decide only once the node was gone, and then wait the delay.
+func TestPassDecidesWhileNodesBeingDeletedHoldTheBudget(t *testing.T) {
+	terminating := func(t *testing.T, c client.Client) {
+		var nc karpv1.NodeClaim
+		if err := c.Get(context.Background(), keyOf("going"), &nc); err != nil {
+			t.Fatal(err)
+		}
+		instanceTerminatingClaim(&nc, nil)
+		if err := c.Status().Update(context.Background(), &nc); err != nil {
+			t.Fatal(err)
+		}
 	}
-	c := newClient(t, objs...)
-	clk := clocktesting.NewFakeClock(epoch)
-	asked := 0
-	ctrl := New(c, c, events.NewFakeRecorder(100), clk, []Method{countingMethod{contractOnly{&Emptiness{}}, &asked}}, Options{})
-	if stepOn(t, ctrl, clk) || !ctrl.soon || asked != 1 {
-		t.Fatalf("first pass: soon %t, asked %d; want nothing started, a pass soon, asked once", ctrl.soon, asked)
+	tests := []struct {
+		name string
+		free func(*testing.T, client.Client)
+	}{
+		{name: "the node gone", free: finishTermination},
+		{name: "its instance terminating", free: terminating},
 	}
-	clk.Step(time.Second)
-	if stepOn(t, ctrl, clk) || !ctrl.soon || asked != 1 {
-		t.Fatalf("node still being deleted: soon %t, asked %d; want a pass soon, the methods not asked again", ctrl.soon, asked)
-	}
-	finishTermination(t, c)
-	if !stepOn(t, ctrl, clk) || asked < 2 {
-		t.Errorf("node gone: asked %d, want the methods asked again and a command started", asked)
-	}
-	if n := disrupting(t, c); n != 1 {
-		t.Errorf("%d disrupting, want 1 (the budget)", n)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			objs := []client.Object{testNodePool("default", budgets(karpv1.Budget{Nodes: "1"}))}
+			objs = append(objs, pair(testNode("going", "default", deleting))...)
+			for _, name := range []string{"e1", "e2", "e3"} {
+				objs = append(objs, pair(testNode(name, "default", func(nc *karpv1.NodeClaim, _ *corev1.Node) {
+					nc.Finalizers = []string{karpv1.TerminationFinalizer}
+				}))...)
+			}
+			c := newClient(t, objs...)
+			clk := clocktesting.NewFakeClock(epoch)
+			asked := 0
+			ctrl := New(c, c, events.NewFakeRecorder(100), clk, []Method{countingMethod{contractOnly{&Emptiness{}}, &asked}}, Options{})
+			budgetKept := func(when string) {
+				t.Helper()
+				cluster, err := LoadCluster(context.Background(), c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n := cluster.Counts()["default"].Deleting; n > 1 {
+					t.Fatalf("%s: %d nodes count against a budget of 1", when, n)
+				}
+			}
+
+			// The three are independent commands of one node each (the budget's size), all
+			// chosen by the first pass (chooseCommands).
+			if stepOn(t, ctrl, clk) || asked == 0 || len(ctrl.waiting) != 3 {
+				t.Fatalf("first pass: asked %d, %d commands waiting; want the three commands waiting for the budget, none started", asked, len(ctrl.waiting))
+			}
+			budgetKept("first pass")
+			firstAsked := asked
+			clk.Step(time.Second)
+			if stepOn(t, ctrl, clk) || asked != firstAsked || len(ctrl.waiting) != 3 || !ctrl.soon {
+				t.Fatalf("node still being deleted: asked %d (was %d), %d waiting, soon %t; want the commands still waiting, a pass soon", asked, firstAsked, len(ctrl.waiting), ctrl.soon)
+			}
+			budgetKept("second pass")
+			tt.free(t, c)
+			before := clk.Now()
+			if !stepOn(t, ctrl, clk) {
+				t.Fatal("budget freed: no command started")
+			}
+			if waited := clk.Since(before); waited >= DefaultConsolidationValidationDelay {
+				t.Errorf("the command waited %s more once the budget freed, want no second validation delay", waited)
+			}
+			budgetKept("after the start")
+			for pass := 0; pass < 10 && disrupting(t, c) > 0; pass++ {
+				finishTermination(t, c)
+				before := clk.Now()
+				stepOn(t, ctrl, clk)
+				budgetKept(fmt.Sprintf("pass %d of the sequence", pass))
+				if waited := clk.Since(before); waited >= DefaultConsolidationValidationDelay {
+					t.Errorf("pass %d of the sequence waited %s, want the next command started as the budget frees", pass, waited)
+				}
+			}
+			var left karpv1.NodeClaimList
+			if err := c.List(context.Background(), &left); err != nil {
+				t.Fatal(err)
+			}
+			if n := len(left.Items); n != 0 {
+				t.Errorf("%d NodeClaims left, want every empty node removed, one at a time", n)
+			}
+		})
 	}
 }
 

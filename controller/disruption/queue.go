@@ -116,6 +116,29 @@ func (q *Queue) Run(ctx context.Context) {
 	}
 }
 
+// NodeClaimChanged is told of a NodeClaim change the cache saw (old nil when it is new, nc nil
+// when it is gone): a change that can advance a command — a replacement initialized or gone,
+// a candidate gone — runs the pass now rather than at its next poll.
+func (q *Queue) NodeClaimChanged(old, nc *karpv1.NodeClaim) {
+	if advancesCommand(old, nc) {
+		q.poke()
+	}
+}
+
+// advancesCommand reports whether a change from old to nc is one a command waits for.
+func advancesCommand(old, nc *karpv1.NodeClaim) bool {
+	member := func(x *karpv1.NodeClaim) bool {
+		return x != nil && (x.Annotations[CommandAnnotationKey] != "" || x.Annotations[ReplacementForAnnotationKey] != "")
+	}
+	switch {
+	case !member(old) && !member(nc):
+		return false
+	case old == nil || nc == nil:
+		return true
+	}
+	return isInitialized(old) != isInitialized(nc) || (old.DeletionTimestamp == nil) != (nc.DeletionTimestamp == nil)
+}
+
 func (q *Queue) poke() {
 	select {
 	case q.wake <- struct{}{}:

@@ -330,3 +330,85 @@ func markedBy(id, replacements, started string) ncOption {
 		n.Spec.Taints = []corev1.Taint{disruptedTaint}
 	}
 }
+
+// TestQueueActsOnAnInitializedReplacementAtOnce: told that the replacement is initialized
+// (NodeClaimChanged, from the cache's handler), the queue deletes the candidate without
+// waiting for its next poll: the fake clock never moves.
+func TestQueueActsOnAnInitializedReplacementAtOnce(t *testing.T) {
+	h := newQueueHarness(t, driftObjects()...).run()
+	if err := h.queue.Start(h.ctx, driftCommand(t, h.client)); err != nil {
+		t.Fatal(err)
+	}
+	repls := h.replacements()
+	if len(repls) != 1 {
+		t.Fatalf("replacements = %d, want 1", len(repls))
+	}
+	// The pass poked by Start has run and waits for its poll.
+	deadline := time.Now().Add(2 * time.Minute)
+	for !h.clock.HasWaiters() || len(h.queue.wake) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the queue's pass never waited for its poll")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	old := repls[0].DeepCopy()
+	h.initialize(old.Name)
+	h.queue.NodeClaimChanged(old, h.nodeClaim(old.Name))
+	for h.nodeClaim("a") != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("candidate not deleted without a poll once told its replacement is initialized")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestNodeClaimChangesThatWake: which NodeClaim changes wake the queue (a command's step) and
+// the loop (a budget freed, a new candidate).
+func TestNodeClaimChangesThatWake(t *testing.T) {
+	plain, _ := testNode("p", "default")
+	meta.RemoveStatusCondition(&plain.Status.Conditions, karpv1.ConditionTypeConsolidatable)
+	candidate, _ := testNode("c", "default", markedBy("cmd-1", "1", "2026-12-01T12:00:00Z"))
+	deletedCandidate := candidate.DeepCopy()
+	deleting(deletedCandidate, nil)
+	terminatingCandidate := deletedCandidate.DeepCopy()
+	instanceTerminatingClaim(terminatingCandidate, nil)
+	replacement, _ := testNode("r", "default", notInitialized, func(nc *karpv1.NodeClaim, _ *corev1.Node) {
+		nc.Annotations = map[string]string{ReplacementForAnnotationKey: "cmd-1"}
+	})
+	initialized := replacement.DeepCopy()
+	meta.SetStatusCondition(&initialized.Status.Conditions, metav1.Condition{Type: karpv1.ConditionTypeInitialized, Status: metav1.ConditionTrue, Reason: "Initialized"})
+	unmarked := candidate.DeepCopy()
+	unmarked.Annotations = nil
+	otherDeleted, _ := testNode("o", "default", deleting)
+	consolidatable := plain.DeepCopy()
+	meta.SetStatusCondition(&consolidatable.Status.Conditions, metav1.Condition{Type: karpv1.ConditionTypeConsolidatable, Status: metav1.ConditionTrue, Reason: "Consolidatable"})
+	drifted := plain.DeepCopy()
+	meta.SetStatusCondition(&drifted.Status.Conditions, metav1.Condition{Type: karpv1.ConditionTypeDrifted, Status: metav1.ConditionTrue, Reason: "Drifted"})
+	tests := []struct {
+		name           string
+		old, nc        *karpv1.NodeClaim
+		command, freed bool
+	}{
+		{name: "a node becoming Consolidatable", old: plain, nc: consolidatable, freed: true},
+		{name: "a Consolidatable node's other change", old: consolidatable, nc: consolidatable.DeepCopy()},
+		{name: "a node drifting", old: plain, nc: drifted, freed: true},
+		{name: "a plain NodeClaim's change", old: plain, nc: plain.DeepCopy()},
+		{name: "a replacement initialized", old: replacement, nc: initialized, command: true},
+		{name: "a replacement gone", old: replacement, command: true},
+		{name: "a candidate deleted: still holds its budget", old: candidate, nc: deletedCandidate, command: true},
+		{name: "a candidate's instance terminating", old: deletedCandidate, nc: terminatingCandidate, freed: true},
+		{name: "a candidate gone", old: terminatingCandidate, command: true, freed: true},
+		{name: "a candidate unmarked (rolled back)", old: candidate, nc: unmarked, freed: true},
+		{name: "a node deleted by someone else gone", old: otherDeleted, freed: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := advancesCommand(tt.old, tt.nc); got != tt.command {
+				t.Errorf("wakes the queue: %t, want %t", got, tt.command)
+			}
+			if got := freesBudget(tt.old, tt.nc) || becameCandidate(tt.old, tt.nc); got != tt.freed {
+				t.Errorf("wakes the loop: %t, want %t", got, tt.freed)
+			}
+		})
+	}
+}

@@ -118,11 +118,14 @@ func runWorkload(t *testing.T, w workload) result {
 	if err != nil {
 		t.Fatalf("start the local cluster (`make tools build`): %v", err)
 	}
+	// With JOINERY_BENCH_LIVE_OUT set, the components' logs are kept too, beside the table,
+	// so a run can be traced afterwards (the disruption loop's decisions, for instance).
+	keep := os.Getenv(outEnv) != ""
 	t.Cleanup(func() {
-		if err := stop(t.Failed()); err != nil {
+		if err := stop(t.Failed() || keep); err != nil {
 			t.Errorf("stop the local cluster: %v", err)
 		}
-		if t.Failed() {
+		if t.Failed() || keep {
 			t.Logf("component logs kept in %s", env.Cluster.LogsDir())
 		}
 	})

@@ -180,9 +180,9 @@ func mustNodeClaims(t *testing.T, pool string) []karpv1.NodeClaim {
 }
 
 // watcher samples a NodePool's NodeClaims every 250 ms for the whole test and records the
-// most that were disrupting at once (chosen by a command, or being deleted), every candidate
-// deleted while a replacement of its command was not yet initialized, every NodeClaim seen
-// and the disruption reason of every candidate.
+// most that were disrupting at once (chosen by a command, or being deleted, and not yet
+// InstanceTerminating), every candidate deleted while a replacement of its command was not yet
+// initialized, every NodeClaim seen and the disruption reason of every candidate.
 type watcher struct {
 	mu             sync.Mutex
 	maxDisrupting  int
@@ -236,7 +236,10 @@ func (w *watcher) sample(ncs []karpv1.NodeClaim) {
 	disrupting := 0
 	for _, nc := range ncs {
 		id := nc.Annotations[disruption.CommandAnnotationKey]
-		if id != "" || nc.DeletionTimestamp != nil {
+		// Counted as budgets count (Karpenter's rule): a NodeClaim whose instance is
+		// terminating (drained, its node gone) no longer holds its budget.
+		terminating := meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeInstanceTerminating)
+		if (id != "" || nc.DeletionTimestamp != nil) && !terminating {
 			disrupting++
 		}
 		if id != "" {

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -149,6 +150,31 @@ func setupDisruption(mgr ctrl.Manager, cp cloudprovider.CloudProvider, sim *disr
 	loop := disruption.New(mgr.GetClient(), mgr.GetAPIReader(), recorder, clock.RealClock{}, methods, loopOpts)
 	if err := mgr.Add(&syncedRunnable{factory: sim.factory, runnable: loop}); err != nil {
 		return fmt.Errorf("setting up %s: %w", disruption.Name, err)
+	}
+	// The loop and its queue act on a freed budget or an initialized replacement as the
+	// cache sees it, not at their next poll.
+	informer, err := mgr.GetCache().GetInformer(sim.ctx, &karpv1.NodeClaim{})
+	if err != nil {
+		return fmt.Errorf("setting up %s: the nodeclaim informer: %w", disruption.Name, err)
+	}
+	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(o, n any) {
+			old, okOld := o.(*karpv1.NodeClaim)
+			nc, okNew := n.(*karpv1.NodeClaim)
+			if okOld && okNew {
+				loop.NodeClaimChanged(old, nc)
+			}
+		},
+		DeleteFunc: func(o any) {
+			if gone, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+				o = gone.Obj
+			}
+			if old, ok := o.(*karpv1.NodeClaim); ok {
+				loop.NodeClaimChanged(old, nil)
+			}
+		},
+	}); err != nil {
+		return fmt.Errorf("setting up %s: the nodeclaim handler: %w", disruption.Name, err)
 	}
 	return nil
 }

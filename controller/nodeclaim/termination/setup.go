@@ -82,5 +82,26 @@ func (c *NodeController) SetupWithManager(mgr ctrl.Manager) error {
 		Named(NodeControllerName).
 		For(&corev1.Node{}, builder.WithPredicates(deleting)).
 		Watches(&storagev1.VolumeAttachment{}, handler.EnqueueRequestsFromMapFunc(nodeOfVolumeAttachment), builder.WithPredicates(volumeAttachmentGone)).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(nodeOfPod), builder.WithPredicates(podGone)).
 		Complete(c)
+}
+
+// podGone passes the deletion of a pod: a drain waiting for its node's pods to go looks again
+// as each goes, not at its next poll (drainPollInterval). A node not being deleted costs one
+// cached read.
+var podGone = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	UpdateFunc:  func(event.UpdateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return true },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+// nodeOfPod maps a bound pod to its Node.
+func nodeOfPod(_ context.Context, obj client.Object) []reconcile.Request {
+	names := podNodeName(obj)
+	out := make([]reconcile.Request, 0, len(names))
+	for _, name := range names {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKey{Name: name}})
+	}
+	return out
 }
