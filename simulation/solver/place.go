@@ -202,7 +202,7 @@ func (r *run) admits(c *claim, a attempt, req vec, open openKeys) (candidate, bo
 	if c.fixed {
 		return cand, true
 	}
-	if !r.alloc.anyFits(cand.its, requests) {
+	if cand.narrowed && !r.alloc.anyFits(cand.its, requests) || !cand.narrowed && !anyHolds(r.typeVecs(c), requests) {
 		return candidate{}, false
 	}
 	if vols := r.podCSIVolumes(a.pod); len(vols) > 0 && !r.anyAttaches(cand.its, requests, c.attachCounts(vols)) {

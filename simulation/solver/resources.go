@@ -100,6 +100,33 @@ func (a allocatables) anyFits(its cloudprovider.InstanceTypes, requests vec) boo
 	return false
 }
 
+// anyHolds is anyFits over allocatables already looked up (run.typeVecs).
+func anyHolds(allocatable []vec, requests vec) bool {
+	for i := len(allocatable) - 1; i >= 0; i-- {
+		if requests.fits(allocatable[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// typeVecs returns the allocatable of each of c's types, in order.
+func (r *run) typeVecs(c *claim) []vec {
+	if len(c.its) == 0 {
+		return nil
+	}
+	if len(c.itsVecs) != len(c.its) || &c.its[0] != c.itsVecsAt {
+		// A new slice: a copy of the claim may still hold the old one.
+		vecs := make([]vec, len(c.its))
+		for i, it := range c.its {
+			vecs[i] = r.alloc.of(it)
+		}
+		c.itsVecs = vecs
+		c.itsVecsAt = &c.its[0]
+	}
+	return c.itsVecs
+}
+
 // fitting returns the types of its that can hold requests, in order.
 func (a allocatables) fitting(its cloudprovider.InstanceTypes, requests vec) cloudprovider.InstanceTypes {
 	out := make(cloudprovider.InstanceTypes, 0, len(its))
