@@ -72,7 +72,13 @@ type classState struct {
 	standIn fwk.PodInfo
 	// shareKeys are, per PreFilter plugin (in the engine's order), the plugin's
 	// preFilterShareKey for pod; "" when its state is the class's own.
-	shareKeys        []string
+	shareKeys []string
+	// lenders[i], when set, is the class whose own object the i-th plugin's state is, not a
+	// copy (sharedPreFilter). The class never changes it: it links again to the lender,
+	// brought to the snapshot's content, whenever it is brought up to date itself (borrow),
+	// or reruns the plugin's PreFilter when no lender can serve. A Revert can bring the log
+	// back to where the class is current while the lender is not (linksHold).
+	lenders          []*classState
 	podInfo          fwk.PodInfo
 	state            fwk.CycleState
 	result           *fwk.PreFilterResult
@@ -173,7 +179,7 @@ func (e *Engine) preFilter(ctx context.Context, pod *corev1.Pod) *classState {
 func (e *Engine) preFilterClass(ctx context.Context, key string, pod *corev1.Pod) *classState {
 	cs := e.classes[key]
 	s := e.snapshot
-	if cs != nil && cs.epoch == s.epoch && cs.current(s) {
+	if cs != nil && cs.epoch == s.epoch && cs.current(s) && e.linksHold(cs) {
 		return cs
 	}
 	// While the class is brought up to date, it lends its state to no other class.
@@ -295,7 +301,9 @@ func (e *Engine) runPreFilter(ctx context.Context, cs *classState) (*fwk.PreFilt
 	var unschedulable *fwk.Status
 	withNodes := sets.New[string]()
 	for i, p := range e.preFilterPlugins {
-		status, shared := e.sharedPreFilter(ctx, cs, i)
+		status, lender := e.sharedPreFilter(ctx, cs, i)
+		shared := lender != nil
+		cs.setLender(i, lender)
 		var r *fwk.PreFilterResult
 		if !shared {
 			e.stats.ran[p.name]++
@@ -358,38 +366,81 @@ func (e *Engine) shareKeysOf(pod *corev1.Pod) []string {
 // reports false when no class can lend it; then the plugin's PreFilter runs. A state the
 // lender followed incrementally is as exact as its own: its AddPod and RemovePod keep it,
 // and PodTopologySpread's PreFilter reran when its minimum went stale.
-func (e *Engine) sharedPreFilter(ctx context.Context, cs *classState, i int) (*fwk.Status, bool) {
+func (e *Engine) sharedPreFilter(ctx context.Context, cs *classState, i int) (*fwk.Status, *classState) {
 	if cs.shareKeys == nil || cs.shareKeys[i] == "" {
-		return nil, false
+		return nil, nil
 	}
 	shareKey, name := cs.shareKeys[i], e.preFilterPlugins[i].name
 	lender := e.shares[shareKey]
 	if lender == nil || lender.key == cs.key || e.busy[lender.key] {
-		return nil, false
+		return nil, nil
 	}
 	lender = e.preFilterClass(ctx, lender.key, lender.pod)
 	s := e.snapshot
-	if !lender.incremental || lender.epoch != s.epoch || !lender.current(s) || lender.shareKeys == nil || lender.shareKeys[i] != shareKey {
-		return nil, false
+	// A lender lends only a state it follows itself (linksHold checks it as the owner).
+	if !lender.incremental || lender.epoch != s.epoch || !lender.current(s) || lender.shareKeys == nil || lender.shareKeys[i] != shareKey || lender.isLinked(i) {
+		return nil, nil
 	}
 	if lender.state.GetSkipFilterPlugins().Has(name) {
 		e.stats.shared[name]++
-		return fwk.NewStatus(fwk.Skip), true
+		return fwk.NewStatus(fwk.Skip), lender
 	}
 	data, err := lender.state.Read(stateKeyOf(name))
 	if err != nil {
-		return nil, false
+		return nil, nil
 	}
-	cs.state.Write(stateKeyOf(name), data.Clone())
+	// The object itself, not a copy: only the lender changes it, and only when the log
+	// moves, which makes cs stale too (linked).
+	cs.state.Write(stateKeyOf(name), data)
 	e.stats.shared[name]++
-	return nil, true
+	return nil, lender
+}
+
+// setLender records the class whose state cs's i-th plugin state is (sharedPreFilter), nil
+// for its own.
+func (cs *classState) setLender(i int, lender *classState) {
+	if cs.shareKeys == nil {
+		return
+	}
+	if cs.lenders == nil {
+		cs.lenders = make([]*classState, len(cs.shareKeys))
+	}
+	cs.lenders[i] = lender
+}
+
+func (cs *classState) isLinked(i int) bool { return cs.lenders != nil && cs.lenders[i] != nil }
+
+// linksHold reports whether the states cs holds linked are still its lenders' current
+// ones: the lenders reflect the same log as cs (a Revert may have brought cs back to
+// current while a lender followed the reverted fork) and hold the same objects.
+func (e *Engine) linksHold(cs *classState) bool {
+	s := e.snapshot
+	for i, lender := range cs.lenders {
+		if lender == nil {
+			continue
+		}
+		if e.classes[lender.key] != lender || lender.epoch != s.epoch || !lender.current(s) {
+			return false
+		}
+		name := e.preFilterPlugins[i].name
+		if cs.state.GetSkipFilterPlugins().Has(name) != lender.state.GetSkipFilterPlugins().Has(name) {
+			return false
+		}
+		mine, errMine := cs.state.Read(stateKeyOf(name))
+		theirs, errTheirs := lender.state.Read(stateKeyOf(name))
+		if (errMine == nil) != (errTheirs == nil) || mine != theirs {
+			return false
+		}
+	}
+	return true
 }
 
 // lend makes cs, whose state is current, the class that lends its shared plugins' states to
-// the next class that needs them: the class used last is the likeliest to be current.
+// the next class that needs them: the class used last is the likeliest to be current. A
+// state cs holds linked is its lender's, which stays the lender.
 func (e *Engine) lend(cs *classState) {
-	for _, key := range cs.shareKeys {
-		if key != "" {
+	for i, key := range cs.shareKeys {
+		if key != "" && !cs.isLinked(i) {
 			e.shares[key] = cs
 		}
 	}
@@ -610,36 +661,35 @@ func (e *Engine) update(ctx context.Context, cs *classState) (*replay, bool) {
 	return r, e.rerunStale(ctx, cs, r)
 }
 
-// borrowAfter is how far behind the log a class must be for its shared plugins' states to
-// be copied from their lender rather than replayed: a copy costs about as much as replaying
-// a few changes, and a batch of many classes leaves each far behind (every pod placed since
-// the class was last checked).
-const borrowAfter = 8
-
-// borrow marks the shared plugins of cs stale, so that rerunStale copies their states from a
-// lender (sharedPreFilter), when cs is far behind the log and a lender other than cs may
-// follow it in its place: then one class per share key replays the changes.
+// borrow marks the shared plugins of cs stale, so that rerunStale takes their states from a
+// lender (sharedPreFilter) instead of cs replaying the changes: one class per share key
+// follows the log, and the others link to its state. A state cs holds linked is always
+// taken again, since cs never changes the lender's object: when no lender can serve, the
+// plugin's PreFilter reruns.
 func (e *Engine) borrow(cs *classState, r *replay) {
-	s := e.snapshot
-	if cs.shareKeys == nil || len(s.log)-cs.at < borrowAfter {
+	if cs.shareKeys == nil {
 		return
 	}
+	s := e.snapshot
 	for i, key := range cs.shareKeys {
 		if key == "" {
 			continue
 		}
 		lender := e.shares[key]
-		if lender == nil || lender.key == cs.key || e.busy[lender.key] || lender.epoch != s.epoch || !lender.incremental {
+		usable := lender != nil && lender.key != cs.key && !e.busy[lender.key] && lender.epoch == s.epoch && lender.incremental
+		if !usable && !cs.isLinked(i) {
 			continue
 		}
 		name := e.preFilterPlugins[i].name
 		r.markStale(name)
-		if r.borrowed == nil {
-			r.borrowed = sets.New[string]()
+		if usable {
+			if r.borrowed == nil {
+				r.borrowed = sets.New[string]()
+			}
+			r.borrowed.Insert(name)
 		}
-		r.borrowed.Insert(name)
 		if e.preFilterPlugins[i].role == roleSpread {
-			// The copy replaces the state the checkpoint was taken of.
+			// The lender's state or a rerun replaces the state the checkpoint was taken of.
 			cs.checkpoint = nil
 		}
 	}
@@ -933,7 +983,9 @@ func (e *Engine) rerunStale(ctx context.Context, cs *classState, r *replay) bool
 		if !stale.Has(p.name) {
 			continue
 		}
-		status, shared := e.sharedPreFilter(ctx, cs, i)
+		status, lender := e.sharedPreFilter(ctx, cs, i)
+		shared := lender != nil
+		cs.setLender(i, lender)
 		if !shared {
 			e.stats.ran[p.name]++
 			var result *fwk.PreFilterResult

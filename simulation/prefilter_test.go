@@ -545,3 +545,79 @@ func TestRunPreFilterAnswersAsTheFramework(t *testing.T) {
 		})
 	}
 }
+
+// Classes whose spread constraint and anti-affinity are the same (pods of other sizes, so
+// other classes) hold one PreFilter state per plugin, not copies: each plugin's PreFilter
+// runs once, pods added afterwards are replayed by the one class that owns the state, and
+// every class still answers as a fresh PreFilter would, across a fork and its revert.
+func TestSharedPreFilterStateIsComputedOnce(t *testing.T) {
+	ctx := t.Context()
+	var nodes []*corev1.Node
+	for i, zone := range []string{"z1", "z2", "z3", "z1", "z2", "z3"} {
+		nodes = append(nodes, testNode(fmt.Sprintf("n%d", i), "64", "256Gi", inZone(zone)))
+	}
+	e := newTestEngine(t, nodes, nil, nil, nil)
+	classes := []func(string) *corev1.Pod{}
+	for _, cpu := range []string{"100m", "200m", "300m"} {
+		classes = append(classes, func(name string) *corev1.Pod {
+			return testPod(name, cpu, "100Mi", labelled("app", "web"), spread(zoneLabel, "web"), antiAffine(corev1.LabelHostname, "web"))
+		})
+	}
+	// linkedTo reports whether every class holds the first class's own objects.
+	linkedTo := func(plugin string) bool {
+		first := e.classes[e.classKey(classes[0]("probe-0"))]
+		for i := range classes {
+			probe := classes[i](fmt.Sprintf("probe-%d", i))
+			e.preFilter(ctx, probe)
+			cs := e.classes[e.classKey(probe)]
+			mine, err := cs.state.Read(stateKeyOf(plugin))
+			if err != nil || first == nil {
+				return false
+			}
+			theirs, err := first.state.Read(stateKeyOf(plugin))
+			if err != nil || mine != theirs {
+				return false
+			}
+		}
+		return true
+	}
+	check := func(step string) {
+		t.Helper()
+		names := e.Snapshot().NodeNames()
+		for i, class := range classes {
+			probe := class(fmt.Sprintf("probe-%s-%d", step, i))
+			if got, want := engineFits(ctx, e, probe, names), oracleFits(ctx, t, e, probe, names); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("%s, class %d: cached PreFilter %v, fresh PreFilter %v on %v", step, i, got, want, names)
+			}
+		}
+	}
+	check("start")
+	for _, plugin := range []string{names.PodTopologySpread, names.InterPodAffinity} {
+		if ran := e.stats.ran[plugin]; ran != 1 {
+			t.Errorf("%s's PreFilter ran %d times for %d classes sharing its constraints, want 1", plugin, ran, len(classes))
+		}
+		if !linkedTo(plugin) {
+			t.Errorf("the classes hold copies of %s's state, not the one state", plugin)
+		}
+	}
+	// Pods of every class land one per node: the anti-affinity keeps them apart, and the
+	// spread's minimum moves with each zone filled.
+	for i, node := range e.Snapshot().NodeNames() {
+		pod := classes[i%len(classes)](fmt.Sprintf("placed-%d", i))
+		if !e.SchedulePod(ctx, pod, node).IsSuccess() {
+			t.Fatalf("placing %s on %s was rejected", pod.Name, node)
+		}
+		check(fmt.Sprintf("after %s", pod.Name))
+		if i == 2 {
+			e.Fork()
+		}
+	}
+	must(t, e.Revert())
+	check("after the revert")
+	if ran := e.stats.ran[names.InterPodAffinity]; ran != 1 {
+		t.Errorf("InterPodAffinity's PreFilter ran %d times: the one state was not followed incrementally", ran)
+	}
+	if !linkedTo(names.InterPodAffinity) || !linkedTo(names.PodTopologySpread) {
+		t.Error("after the changes, the classes hold copies of the state, not the one state")
+	}
+}

@@ -1,10 +1,12 @@
 package solver
 
 import (
+	"crypto/sha256"
 	"flag"
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -225,14 +227,15 @@ func runBenchWith(b *testing.B, its cloudprovider.InstanceTypes, objects []runti
 // then), every pod must be planned.
 func timePlans(b *testing.B, s *testSolver, its cloudprovider.InstanceTypes, batch []*corev1.Pod, unschedulable bool) {
 	var plan *simulation.Plan
-	var elapsed time.Duration
+	var elapsed, cpu time.Duration
 	for b.Loop() {
-		start := time.Now()
+		start, startCPU := time.Now(), processCPU(b)
 		var err error
 		if plan, err = s.Plan(b.Context(), batch); err != nil {
 			b.Fatal(err)
 		}
 		elapsed += time.Since(start)
+		cpu += processCPU(b) - startCPU
 	}
 	if len(plan.Unschedulable) > 0 && !unschedulable {
 		b.Fatalf("%d pods unschedulable, e.g. %v", len(plan.Unschedulable), first(plan.Unschedulable))
@@ -243,11 +246,25 @@ func timePlans(b *testing.B, s *testSolver, its cloudprovider.InstanceTypes, bat
 		price += its.Compatible(reqs).OrderByPrice(reqs)[0].CheapestPrice(reqs)
 	}
 	b.ReportMetric(float64(len(batch))*float64(b.N)/elapsed.Seconds(), "pods/s")
+	// CPU time (user and system, garbage collection included) compares runs on a shared,
+	// loaded machine, where the wall clock depends on the other processes.
+	b.ReportMetric(float64(len(batch))*float64(b.N)/cpu.Seconds(), "pods/cpu-s")
 	b.ReportMetric(float64(len(plan.NewNodeClaims)), "nodes")
 	b.ReportMetric(price, "price/h")
 	if unschedulable {
 		b.ReportMetric(float64(len(plan.Unschedulable)), "unschedulable")
 	}
+	// The plan's digest (with -v), to check that a change of speed left the plans as they were.
+	b.Logf("plan sha256 %x", sha256.Sum256([]byte(planSummary(plan))))
+}
+
+// processCPU is the CPU time the process used so far.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatalf("reading the CPU time: %v", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func first[K comparable, V any](m map[K]V) V {

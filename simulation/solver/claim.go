@@ -43,7 +43,14 @@ type claim struct {
 	attachCount map[string]int32
 
 	requests vec // pods and daemons
-	pods     []*corev1.Pod
+	// frontier caches, for its with backing array frontierAt and length frontierLen, the
+	// allocatables of its that no other type's dominates: some type holds a pod exactly when
+	// one of these does. admits asks that for every claim it visits; scanning every type
+	// was most of it.
+	frontier    []vec
+	frontierAt  **cloudprovider.InstanceType
+	frontierLen int
+	pods        []*corev1.Pod
 	// chosen are values the node carries for keys reqs leaves with several values, because
 	// some pod's node affinity needs the label to exist; the NodeClaim keeps the whole set.
 	// Never a topology key (run.isTopologyKey): nothing counts a node by a chosen value.

@@ -202,7 +202,7 @@ func (r *run) admits(c *claim, a attempt, req vec, open openKeys) (candidate, bo
 	if c.fixed {
 		return cand, true
 	}
-	if !r.alloc.anyFits(cand.its, requests) {
+	if cand.narrowed && !r.alloc.anyFits(cand.its, requests) || !cand.narrowed && !anyHolds(r.frontierOf(c), requests) {
 		return candidate{}, false
 	}
 	if vols := r.podCSIVolumes(a.pod); len(vols) > 0 && !r.anyAttaches(cand.its, requests, c.attachCounts(vols)) {
@@ -233,7 +233,13 @@ func (r *run) commit(ctx context.Context, pod *corev1.Pod, req vec, cand candida
 	c.requests = c.requests.plus(req)
 	c.addVolumes(r.podCSIVolumes(pod))
 	if !c.fixed {
+		prev := c.its
 		c.its = attaching(r.alloc.fitting(cand.its, c.requests), c.attachCount)
+		// The frontier follows when only types too small for the requests were dropped:
+		// not when the candidate's types were narrowed by requirements or attach limits.
+		if len(c.attachCount) == 0 && len(cand.its) == len(prev) && len(prev) > 0 && &cand.its[0] == &prev[0] {
+			c.keepFrontier(prev)
+		}
 		if len(c.volumes) > 0 {
 			r.refreshVolumeLimits(c)
 		}

@@ -1,6 +1,9 @@
 package solver
 
 import (
+	"cmp"
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -98,6 +101,77 @@ func (a allocatables) anyFits(its cloudprovider.InstanceTypes, requests vec) boo
 		}
 	}
 	return false
+}
+
+// anyHolds is anyFits over a claim's frontier (run.frontierOf).
+func anyHolds(frontier []vec, requests vec) bool {
+	for _, capacity := range frontier {
+		if requests.fits(capacity) {
+			return true
+		}
+	}
+	return false
+}
+
+// frontierOf returns c's frontier, computed again when its changed otherwise than commit
+// follows (keepFrontier).
+func (r *run) frontierOf(c *claim) []vec {
+	if len(c.its) == 0 {
+		return nil
+	}
+	if !c.frontierFor(c.its) {
+		c.setFrontier(frontierOf(r.alloc, c.its))
+	}
+	return c.frontier
+}
+
+// frontierFor reports whether c's frontier is its.
+func (c *claim) frontierFor(its cloudprovider.InstanceTypes) bool {
+	return len(its) > 0 && c.frontierLen == len(its) && c.frontierAt == &its[0]
+}
+
+func (c *claim) setFrontier(frontier []vec) {
+	c.frontier, c.frontierAt, c.frontierLen = frontier, nil, len(c.its)
+	if len(c.its) > 0 {
+		c.frontierAt = &c.its[0]
+	}
+}
+
+// frontierOf returns the allocatables of its that no other's dominates (one of equal ones):
+// every type's allocatable fits within one of them. Sorted by cpu, memory and pods, largest
+// first, a type's dominators come before it (or tie with it on all three, and then both
+// may stay, which keeps the answer exact).
+func frontierOf(a allocatables, its cloudprovider.InstanceTypes) []vec {
+	vecs := make([]vec, len(its))
+	for i, it := range its {
+		vecs[i] = a.of(it)
+	}
+	slices.SortFunc(vecs, func(x, y vec) int {
+		return cmp.Or(cmp.Compare(y.milliCPU, x.milliCPU), cmp.Compare(y.memory, x.memory), cmp.Compare(y.pods, x.pods))
+	})
+	out := vecs[:0]
+	for _, v := range vecs {
+		if !slices.ContainsFunc(out, v.fits) {
+			out = append(out, v)
+		}
+	}
+	return slices.Clip(out)
+}
+
+// keepFrontier follows commit's narrowing of c.its from prev to the types of prev that hold
+// its requests: a type dropped holds less than the requests, so every type it dominated is
+// dropped too, and the frontier is the old one's types that hold the requests.
+func (c *claim) keepFrontier(prev cloudprovider.InstanceTypes) {
+	if !c.frontierFor(prev) || len(c.its) == 0 {
+		return
+	}
+	kept := make([]vec, 0, len(c.frontier))
+	for _, f := range c.frontier {
+		if c.requests.fits(f) {
+			kept = append(kept, f)
+		}
+	}
+	c.setFrontier(kept)
 }
 
 // fitting returns the types of its that can hold requests, in order.

@@ -103,3 +103,23 @@ func TestSharedPreFilterPlansAsIsolated(t *testing.T) {
 		})
 	}
 }
+
+// On Karpenter's benchmark workload (diversePods), whose thousands of classes share a few
+// dozen spread and affinity constraints, the plan is the same as with each class's own
+// PreFilter state.
+func TestSharedPreFilterPlansAsIsolatedDiverse(t *testing.T) {
+	isolated := func(o *Options) { o.Framework.IsolatedPreFilter = true }
+	state := &StaticState{NodePoolList: []*karpv1.NodePool{nodePool("default")}}
+	batch := diversePods(600)
+	shared, err := newTestSolver(t, state, testcatalog.Bench()).Plan(t.Context(), batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alone, err := newTestSolver(t, state, testcatalog.Bench(), isolated).Plan(t.Context(), batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := planSummary(shared), planSummary(alone); got != want {
+		t.Fatalf("plans differ with shared PreFilter states:\n%s\nwith each class's own:\n%s", got, want)
+	}
+}
