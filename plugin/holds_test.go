@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 )
 
 // holdFixture is a hold book and the wait book it reads, built from plans (each a list of
@@ -78,13 +79,13 @@ func TestHoldBookRejectedWithPlan(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			holds, waits := tc.fixture.build()
 			for _, uid := range tc.stuck {
-				holds.rejectedWithPlan(uid, waits)
+				holds.rejectedWithPlan(uid, names.PodTopologySpread, waits)
 			}
 			for _, uid := range tc.placed {
 				waits.forgetPod(uid)
 				holds.unpin(uid)
 			}
-			if got := holds.rejectedWithPlan(tc.pod, waits); got != tc.want {
+			if got := holds.rejectedWithPlan(tc.pod, names.PodTopologySpread, waits); got != tc.want {
 				t.Errorf("rejectedWithPlan(%s) = %v, want %v", tc.pod, got, tc.want)
 			}
 		})
