@@ -2,11 +2,15 @@ package plugin
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
@@ -113,7 +117,7 @@ func (p *Plugin) holdPin(ctx context.Context, uid types.UID, nodeClaim, rejected
 		klog.FromContext(ctx).V(2).Info("pod's node rejects it for good; planning it again",
 			"pod", p.refs[uid], "NodeClaim", klog.KRef("", nodeClaim), "rejectedBy", rejectedBy)
 		return ""
-	case !p.holds.rejectedWithPlan(uid, p.waits):
+	case !p.holds.rejectedWithPlan(uid, rejectedBy, p.waits):
 		klog.FromContext(ctx).V(2).Info("no other pod of the plan can still move it on; planning the pod again",
 			"pod", p.refs[uid], "NodeClaim", klog.KRef("", nodeClaim), "rejectedBy", rejectedBy)
 		return ""
@@ -148,4 +152,120 @@ func heldMessage(nodeClaim, rejectedBy string) string {
 		return waitingMessage(nodeClaim)
 	}
 	return fmt.Sprintf("waiting for NodeClaim %s: its node rejects the pod (%s) until the other pods of its plan are placed", nodeClaim, rejectedBy)
+}
+
+// notToRetry returns the stuck pods of pod's plans that pod, placed on nodeName, does not
+// need retried: retried on every placement of their plan, most held pods of a zone spread
+// were only rejected again, each a failed attempt, a status write and an event. Left out are
+// the pods whose rejection the placement cannot change (placementCannotAdmit), and of the
+// pods it may admit, all but one per node and workload (spreadGroup): PodTopologySpread admits a pod when
+// its domain's count is within maxSkew of the emptiest domain's, and one placement raises
+// that minimum by one at most, so it lets at most one more of a workload's pods (same
+// constraints, same labels) into each other domain. Once that one is placed, its own
+// placement retries the next. Callers hold p.mu.
+func (p *Plugin) notToRetry(pod *corev1.Pod, nodeName string) sets.Set[types.UID] {
+	out := sets.New[types.UID]()
+	stuck := p.holds.stuckOfPlan(pod.UID)
+	retried := sets.New[string]()
+	for _, held := range slices.Sorted(maps.Keys(stuck)) {
+		rejectedBy := stuck[held]
+		if rejectedBy != names.PodTopologySpread {
+			continue
+		}
+		heldPod, heldNode := p.heldPodOn(held)
+		if heldPod == nil {
+			continue
+		}
+		if p.placementCannotAdmit(pod, nodeName, heldPod, heldNode) {
+			out.Insert(held)
+			continue
+		}
+		group, ok := spreadGroup(heldPod, heldNode)
+		if !ok {
+			continue
+		}
+		if retried.Has(group) {
+			out.Insert(held)
+			continue
+		}
+		retried.Insert(group)
+	}
+	return out
+}
+
+// spreadGroup returns the key of the pods that PodTopologySpread judges alike on node: the
+// same namespace, labels, spread constraints and node constraints (a workload's pods).
+func spreadGroup(pod *corev1.Pod, node string) (string, bool) {
+	alike := struct {
+		Node, Namespace string
+		Labels          map[string]string
+		Constraints     []corev1.TopologySpreadConstraint
+		NodeSelector    map[string]string
+		Affinity        *corev1.Affinity
+		Tolerations     []corev1.Toleration
+	}{node, pod.Namespace, pod.Labels, pod.Spec.TopologySpreadConstraints, pod.Spec.NodeSelector, pod.Spec.Affinity, pod.Spec.Tolerations}
+	key, err := json.Marshal(alike)
+	return string(key), err == nil
+}
+
+// heldPodOn returns the held pod and the node it is pinned to, or nil when either is not
+// known. Callers hold p.mu.
+func (p *Plugin) heldPodOn(held types.UID) (*corev1.Pod, string) {
+	_, node, ok := p.pinOf(held)
+	ref, known := p.refs[held]
+	if !ok || node == "" || !known || p.pods == nil {
+		return nil, ""
+	}
+	pod, err := p.pods.Pods(ref.Namespace).Get(ref.Name)
+	if err != nil || pod.UID != held {
+		return nil, ""
+	}
+	return pod, node
+}
+
+// placementCannotAdmit reports whether pod, placed on nodeName, certainly leaves the
+// PodTopologySpread verdict on heldPod's own node, heldNode, as it was. The Filter rejects the
+// held pod when its domain holds too many matching pods against the emptiest domain; a
+// placement raises that gap or leaves it unless it lands, for some required constraint, in
+// another domain (it may raise the minimum) with a pod the constraint counts (the held pod's
+// namespace, a label its selector matches). A node not known here may change it.
+func (p *Plugin) placementCannotAdmit(pod *corev1.Pod, nodeName string, heldPod *corev1.Pod, heldNode string) bool {
+	if heldNode == nodeName {
+		return true
+	}
+	if p.nodeInfos == nil {
+		return false
+	}
+	lister := p.nodeInfos()
+	if lister == nil {
+		return false
+	}
+	placedOn, err := lister.Get(nodeName)
+	if err != nil || placedOn.Node() == nil {
+		return false
+	}
+	heldOn, err := lister.Get(heldNode)
+	if err != nil || heldOn.Node() == nil {
+		return false
+	}
+	for _, c := range heldPod.Spec.TopologySpreadConstraints {
+		if c.WhenUnsatisfiable != corev1.DoNotSchedule {
+			continue
+		}
+		selector, err := metav1.LabelSelectorAsSelector(c.LabelSelector)
+		if err != nil {
+			return false
+		}
+		// The stored selector, without matchLabelKeys merged in, matches a superset of what
+		// the Filter counts: a pod it does not match is not counted.
+		if pod.Namespace != heldPod.Namespace || !selector.Matches(labels.Set(pod.Labels)) {
+			continue
+		}
+		placedIn, placedOK := placedOn.Node().Labels[c.TopologyKey]
+		heldIn, heldOK := heldOn.Node().Labels[c.TopologyKey]
+		if !placedOK || !heldOK || placedIn != heldIn {
+			return false
+		}
+	}
+	return true
 }

@@ -24,12 +24,12 @@ type holdBook struct {
 	plans *planBook
 	held  map[types.UID]time.Time // pods keeping a rejected pin, since when
 	// stuck are the held pods a Filter that counts pods rejected and that were not retried
-	// since (see stillArriving).
-	stuck sets.Set[types.UID]
+	// since (see stillArriving), and which Filter it was.
+	stuck map[types.UID]string
 }
 
 func newHoldBook() *holdBook {
-	return &holdBook{plans: newPlanBook(), held: map[types.UID]time.Time{}, stuck: sets.New[types.UID]()}
+	return &holdBook{plans: newPlanBook(), held: map[types.UID]time.Time{}, stuck: map[types.UID]string{}}
 }
 
 // beginPlan returns the id of a new plan made while the pods in inFlight waited for
@@ -71,17 +71,17 @@ func (h *holdBook) hold(uid types.UID, now time.Time) (since time.Time, began bo
 func (h *holdBook) unstick(uid types.UID) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.stuck.Delete(uid)
+	delete(h.stuck, uid)
 }
 
-// rejectedWithPlan records that a Filter that counts pods rejected uid on its node with its
-// plan as far as it got — until another pod of its plan is placed (and uid is retried), uid
-// cannot move the rest of its plan on — and reports whether another pod of its plan still
-// may (stillArriving). Callers hold Plugin.mu, which guards waits.
-func (h *holdBook) rejectedWithPlan(uid types.UID, waits *waitBook) bool {
+// rejectedWithPlan records that rejectedBy, a Filter that counts pods, rejected uid on its
+// node with its plan as far as it got — until another pod of its plan is placed (and uid is
+// retried), uid cannot move the rest of its plan on — and reports whether another pod of its
+// plan still may (stillArriving). Callers hold Plugin.mu, which guards waits.
+func (h *holdBook) rejectedWithPlan(uid types.UID, rejectedBy string, waits *waitBook) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.stuck.Insert(uid)
+	h.stuck[uid] = rejectedBy
 	return h.stillArriving(uid, waits)
 }
 
@@ -105,7 +105,8 @@ func (h *holdBook) stillArriving(uid types.UID, waits *waitBook) bool {
 	}
 	return slices.ContainsFunc(siblings, func(other types.UID) bool {
 		_, waiting := waits.nodeClaimFor(other)
-		return waiting && !h.stuck.Has(other)
+		_, stuck := h.stuck[other]
+		return waiting && !stuck
 	})
 }
 
@@ -115,21 +116,83 @@ func (h *holdBook) stillArriving(uid types.UID, waits *waitBook) bool {
 func (h *holdBook) unpin(uids ...types.UID) []types.UID {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	out := h.endHolds(uids...)
+	for _, held := range out {
+		delete(h.stuck, held)
+	}
+	return out
+}
+
+// stuckOfPlan returns the stuck pods that unpin(uid) would retry, each with the Filter that
+// last rejected it.
+func (h *holdBook) stuckOfPlan(uid types.UID) map[types.UID]string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := map[types.UID]string{}
+	for _, held := range h.heldOfPlans(sets.New(uid)) {
+		if rejectedBy, ok := h.stuck[held]; ok {
+			out[held] = rejectedBy
+		}
+	}
+	return out
+}
+
+// placed ends the hold of uid, placed on a node, and returns the held pods to retry: unpin's,
+// except the stuck ones in notNow — those the placement cannot let onto their nodes, or not
+// before another pod retried now is placed (see Plugin.notToRetry): retried, they would only
+// be rejected again. They stay stuck, so they do not count as moving their plan on, unless no
+// other pod of their plan can move it on any more: then they are retried too, to be planned
+// again at once. Callers hold Plugin.mu, which guards waits, and have forgotten uid's wait.
+func (h *holdBook) placed(uid types.UID, notNow sets.Set[types.UID], waits *waitBook) []types.UID {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	candidates := h.endHolds(uid)
+	out := make([]types.UID, 0, len(candidates))
+	var skipped []types.UID
+	for _, held := range candidates {
+		if _, stuck := h.stuck[held]; stuck && notNow.Has(held) {
+			skipped = append(skipped, held)
+			continue
+		}
+		delete(h.stuck, held)
+		out = append(out, held)
+	}
+	// After the others are marked as retried: a pod whose retry is queued may move the plan on.
+	for _, held := range skipped {
+		if !h.stillArriving(held, waits) {
+			delete(h.stuck, held)
+			out = append(out, held)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// endHolds ends the holds of uids and returns the held pods of their plans, sorted. Callers
+// hold h.mu.
+func (h *holdBook) endHolds(uids ...types.UID) []types.UID {
 	for _, uid := range uids {
 		delete(h.held, uid)
-		h.stuck.Delete(uid)
+		delete(h.stuck, uid)
 	}
 	if len(h.held) == 0 || len(uids) == 0 {
 		return nil
 	}
-	gone := sets.New(uids...)
+	return h.heldOfPlans(sets.New(uids...))
+}
+
+// heldOfPlans returns the held pods of the plans of the pods in gone (and those of no known
+// plan), sorted. Callers hold h.mu.
+func (h *holdBook) heldOfPlans(gone sets.Set[types.UID]) []types.UID {
 	var out []types.UID
 	for held := range h.held {
+		if gone.Has(held) {
+			continue
+		}
 		siblings, known := h.plans.siblings(held)
 		// A pod of no known plan counts every waiting pod as its plan.
 		if !known || slices.ContainsFunc(siblings, gone.Has) {
 			out = append(out, held)
-			h.stuck.Delete(held)
 		}
 	}
 	slices.Sort(out)

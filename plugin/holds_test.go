@@ -1,12 +1,14 @@
 package plugin
 
 import (
+	"maps"
 	"slices"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 )
 
 // holdFixture is a hold book and the wait book it reads, built from plans (each a list of
@@ -78,13 +80,13 @@ func TestHoldBookRejectedWithPlan(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			holds, waits := tc.fixture.build()
 			for _, uid := range tc.stuck {
-				holds.rejectedWithPlan(uid, waits)
+				holds.rejectedWithPlan(uid, names.PodTopologySpread, waits)
 			}
 			for _, uid := range tc.placed {
 				waits.forgetPod(uid)
 				holds.unpin(uid)
 			}
-			if got := holds.rejectedWithPlan(tc.pod, waits); got != tc.want {
+			if got := holds.rejectedWithPlan(tc.pod, names.PodTopologySpread, waits); got != tc.want {
 				t.Errorf("rejectedWithPlan(%s) = %v, want %v", tc.pod, got, tc.want)
 			}
 		})
@@ -150,6 +152,54 @@ func TestHoldBookUnpin(t *testing.T) {
 				if _, began := holds.hold(uid, later); !began {
 					t.Errorf("%s: still held; want its hold ended", uid)
 				}
+			}
+		})
+	}
+}
+
+func TestHoldBookPlaced(t *testing.T) {
+	cases := []struct {
+		name      string
+		fixture   holdFixture
+		stuck     []types.UID // rejected, in order, before the placement
+		placed    types.UID
+		notNow    []types.UID
+		want      []types.UID
+		wantStuck []types.UID // stuck afterwards
+	}{
+		{name: "every held pod of the plan is retried when none is left out",
+			fixture: holdFixture{plans: [][]types.UID{{"a", "b", "c", "d"}}, waiting: []types.UID{"a", "b", "d"}, held: []types.UID{"a", "b"}},
+			stuck:   []types.UID{"a", "b"}, placed: "c",
+			want: []types.UID{"a", "b"}},
+		{name: "a pod left out stays stuck while another can move the plan on",
+			fixture: holdFixture{plans: [][]types.UID{{"a", "b", "c", "d"}}, waiting: []types.UID{"a", "b", "d"}, held: []types.UID{"a", "b"}},
+			stuck:   []types.UID{"a", "b"}, placed: "c", notNow: []types.UID{"a"},
+			want: []types.UID{"b"}, wantStuck: []types.UID{"a"}},
+		{name: "a pod left out is retried when nothing else can move its plan on",
+			fixture: holdFixture{plans: [][]types.UID{{"a", "c"}}, waiting: []types.UID{"a"}, held: []types.UID{"a"}},
+			stuck:   []types.UID{"a"}, placed: "c", notNow: []types.UID{"a"},
+			want: []types.UID{"a"}},
+		{name: "a pod left out stays stuck while a retried one may still move the plan on",
+			fixture: holdFixture{plans: [][]types.UID{{"a", "b", "c"}}, waiting: []types.UID{"a", "b"}, held: []types.UID{"a", "b"}},
+			stuck:   []types.UID{"a", "b"}, placed: "c", notNow: []types.UID{"a"},
+			want: []types.UID{"b"}, wantStuck: []types.UID{"a"}},
+		{name: "a held pod not stuck is retried even if left out",
+			fixture: holdFixture{plans: [][]types.UID{{"a", "b", "c"}}, waiting: []types.UID{"a", "b"}, held: []types.UID{"a", "b"}},
+			stuck:   []types.UID{"b"}, placed: "c", notNow: []types.UID{"a"},
+			want: []types.UID{"a", "b"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			holds, waits := tc.fixture.build()
+			for _, uid := range tc.stuck {
+				holds.rejectedWithPlan(uid, names.PodTopologySpread, waits)
+			}
+			waits.forgetPod(tc.placed)
+			if got := holds.placed(tc.placed, sets.New(tc.notNow...), waits); !slices.Equal(got, tc.want) {
+				t.Errorf("placed(%s) = %v, want %v", tc.placed, got, tc.want)
+			}
+			if got := slices.Sorted(maps.Keys(holds.stuck)); !slices.Equal(got, tc.wantStuck) {
+				t.Errorf("stuck afterwards %v, want %v", got, tc.wantStuck)
 			}
 		})
 	}

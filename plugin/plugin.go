@@ -232,7 +232,7 @@ type reservation struct {
 func (r *reservation) Clone() fwk.StateData { return r }
 
 // Reserve takes a pod that found a node out of the plan: it no longer needs capacity.
-func (p *Plugin) Reserve(_ context.Context, state fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
+func (p *Plugin) Reserve(_ context.Context, state fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	r := &reservation{}
@@ -245,7 +245,7 @@ func (p *Plugin) Reserve(_ context.Context, state fwk.CycleState, pod *corev1.Po
 		p.waits.forgetPod(pod.UID)
 		// A pod of a plan is placed: held pods of the plan may fit now, or their plan is
 		// complete and they are to be planned again.
-		retry = p.holds.unpin(pod.UID)
+		retry = p.holds.placed(pod.UID, p.notToRetry(pod, nodeName), p.waits)
 	}
 	if reason, ok := p.unschedulable[pod.UID]; ok {
 		r.unschedulable = &reason

@@ -43,9 +43,10 @@ func schedulerClientUse(ctx context.Context, env *framework.Env) (string, error)
 
 // clientUse summarises rest_client_requests_total by method, the sum of
 // rest_client_rate_limiter_duration_seconds, and kube-scheduler's queue churn (scheduling
-// attempts, and moves to the active queue by the plugin's Activate) from Prometheus text.
+// attempts, moves to the active queue by the plugin's Activate, and every move to a queue by
+// the event that caused it) from Prometheus text.
 func clientUse(r io.Reader) (string, error) {
-	byMethod := map[string]float64{}
+	byMethod, byEvent := map[string]float64{}, map[string]float64{}
 	var waited, waits, attempts, activated float64
 	scanner := bufio.NewScanner(r)
 	scanner.Buffer(make([]byte, 0, 64*1024), 1<<20)
@@ -76,6 +77,10 @@ func clientUse(r io.Reader) (string, error) {
 			if strings.Contains(labels, `event="ForceActivate"`) {
 				activated += v
 			}
+			if _, rest, ok := strings.Cut(labels, `event="`); ok {
+				event, _, _ := strings.Cut(rest, `"`)
+				byEvent[event] += v
+			}
 		}
 	}
 	if err := scanner.Err(); err != nil {
@@ -85,6 +90,17 @@ func clientUse(r io.Reader) (string, error) {
 	for _, m := range slices.Sorted(maps.Keys(byMethod)) {
 		parts = append(parts, fmt.Sprintf("%s %.0f", m, byMethod[m]))
 	}
-	return fmt.Sprintf("joinery-scheduler API requests %s; client-side rate-limiter wait %.1f s over %.0f requests; scheduling attempts %.0f, activated by the plugin %.0f",
-		strings.Join(parts, ", "), waited, waits, attempts, activated), nil
+	// What moved pods to the queues, most first: which requeues the attempts follow.
+	events := slices.SortedFunc(maps.Keys(byEvent), func(a, b string) int {
+		if byEvent[a] != byEvent[b] {
+			return int(byEvent[b] - byEvent[a])
+		}
+		return strings.Compare(a, b)
+	})
+	moves := make([]string, 0, len(events))
+	for _, e := range events {
+		moves = append(moves, fmt.Sprintf("%s %.0f", e, byEvent[e]))
+	}
+	return fmt.Sprintf("joinery-scheduler API requests %s; client-side rate-limiter wait %.1f s over %.0f requests; scheduling attempts %.0f, activated by the plugin %.0f; queue moves by event: %s",
+		strings.Join(parts, ", "), waited, waits, attempts, activated, strings.Join(moves, ", ")), nil
 }

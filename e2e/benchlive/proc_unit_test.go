@@ -64,7 +64,7 @@ scheduler_queue_incoming_pods_total{event="PodAdd",queue="active"} 12
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "joinery-scheduler API requests PATCH 5, POST 4; client-side rate-limiter wait 1.5 s over 9 requests; scheduling attempts 12, activated by the plugin 4"
+	want := "joinery-scheduler API requests PATCH 5, POST 4; client-side rate-limiter wait 1.5 s over 9 requests; scheduling attempts 12, activated by the plugin 4; queue moves by event: PodAdd 12, ForceActivate 4"
 	if got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
