@@ -72,8 +72,8 @@ func TestResetReusesPodInfosOfTheSameObjects(t *testing.T) {
 					t.Errorf("PodInfo of %s reused: %v, want %v", pod, got, reused)
 				}
 			}
-			if len(s.loaded) != len(step.pods) {
-				t.Errorf("%d PodInfos kept for %d pods loaded", len(s.loaded), len(step.pods))
+			if got := s.PodInfos().Len(); got != len(step.pods) {
+				t.Errorf("%d PodInfos kept for %d pods loaded", got, len(step.pods))
 			}
 		})
 	}

@@ -23,6 +23,7 @@ import (
 var (
 	benchConsolidationLarge = flag.Bool("consolidation.large", false, "also run BenchmarkConsolidation at 2000 nodes")
 	benchOneAtATime         = flag.Bool("consolidation.oneatatime", true, "BenchmarkConsolidation: also time single-node decisions applied one at a time (minutes at 1000+ nodes)")
+	benchNoPodEvents        = flag.Bool("consolidation.nopodevents", false, "BenchmarkConsolidation: do not hand the simulation the pods' informer events before the first decision")
 )
 
 // consolidationCluster is n on-demand nodes of bench-8, bench-16 and bench-32 over three
@@ -85,6 +86,7 @@ func consolidationClusterGrouped(n, group int, its cloudprovider.InstanceTypes) 
 			}
 			p.Namespace = "default"
 			p.UID = types.UID("pod-" + p.Name)
+			p.ResourceVersion = "1"
 			p.Spec.NodeName = node.Name
 			p.Status.Phase = corev1.PodRunning
 			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: p.Labels["app"], UID: types.UID("rs-" + p.Labels["app"]), Controller: ptr.To(true)}}
@@ -109,8 +111,9 @@ func (s *countingSimulator) Simulate(ctx context.Context, c *Cluster, cands []*C
 // BenchmarkConsolidation measures one full consolidation decision over n nodes: multi-node
 // consolidation (binary search over the first 100 candidates within the budget) and then
 // single-node consolidation over the candidates in order, first success wins. Each decision
-// starts from a simulator that has not seen the cluster, as each pass of the loop reads the
-// cluster afresh; within the decision every simulation forks the one loaded snapshot. It
+// starts from a simulator that has not loaded the cluster, as each pass of the loop reads the
+// cluster afresh, but has been handed the pods' informer events (PodEvents) before the first,
+// as the controller's simulation has (-consolidation.nopodevents: not); within the decision every simulation forks the one loaded snapshot. It
 // reports the simulations run, the nodes each command removes and the cluster's cost per
 // hour before and after the multi-node command (the one the loop would execute); then, once,
 // untimed by the benchmark, how long single-node decisions applied one after another (one
@@ -129,6 +132,13 @@ func BenchmarkConsolidation(b *testing.B) {
 			sim := &countingSimulator{Simulator: solverSim}
 			base := Consolidation{Simulator: sim, InstanceTypes: benchTypes(its)}
 			multi, single := &MultiNodeConsolidation{Consolidation: base}, &SingleNodeConsolidation{Consolidation: base}
+			if !*benchNoPodEvents {
+				// The manager's pod informer delivers every pod before the first pass.
+				events := solverSim.PodEvents()
+				for _, p := range c.Pods {
+					events.OnAdd(p, true)
+				}
+			}
 			var multiCmd, singleCmd *Command
 			for b.Loop() {
 				sim.n = 0

@@ -7,11 +7,13 @@ import (
 	"strconv"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
@@ -81,6 +83,15 @@ func (s *disruptionSimulation) build(cp cloudprovider.CloudProvider) error {
 	sim, err := disruption.NewSimulation(s.ctx, s.opts.simulationOptions(cp, clientset, factory, unavailable))
 	if err != nil {
 		return err
+	}
+	// The simulation parses each pod version once, as the manager's cache delivers it, not
+	// in every pass's load (the first after start included).
+	pods, err := s.mgr.GetCache().GetInformer(s.ctx, &corev1.Pod{}, crcache.BlockUntilSynced(false))
+	if err != nil {
+		return fmt.Errorf("watching pods for the disruption simulation: %w", err)
+	}
+	if _, err := pods.AddEventHandler(sim.PodEvents()); err != nil {
+		return fmt.Errorf("watching pods for the disruption simulation: %w", err)
 	}
 	factory.Start(s.ctx.Done())
 	s.simulator = sim
