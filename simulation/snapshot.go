@@ -172,8 +172,13 @@ func (s *Snapshot) Reset(nodes []*corev1.Node, pods []*corev1.Pod) error {
 		loading[i] = a.pod
 	}
 	for i, podInfo := range s.PodInfos().load(loading) {
-		s.addPodInfo(load[i].ni, podInfo)
+		s.placePodInfo(load[i].ni, podInfo)
 	}
+	// No PreFilter state predates the load (epoch), so none replays it: the log starts
+	// after it instead of holding an entry per node and pod of the cluster.
+	clear(s.log)
+	s.log = s.log[:0]
+	s.bump()
 	return nil
 }
 
@@ -325,14 +330,19 @@ func (s *Snapshot) AddPod(pod *corev1.Pod, nodeName string) error {
 
 // addPodInfo adds a pod to ni, which the current layer may change.
 func (s *Snapshot) addPodInfo(ni *framework.NodeInfo, podInfo *framework.PodInfo) {
+	s.placePodInfo(ni, podInfo)
+	s.bump()
+	s.record(logEntry{kind: logPodAdded, pod: podInfo, node: s.viewOf(ni)})
+}
+
+// placePodInfo is addPodInfo without the log entry.
+func (s *Snapshot) placePodInfo(ni *framework.NodeInfo, podInfo *framework.PodInfo) {
 	ni.AddPodInfo(podInfo)
 	pod := podInfo.Pod
 	if s.labels != nil {
 		s.labels.add(pod, ni.Node().Name)
 	}
 	s.countPVCs(pod, 1)
-	s.bump()
-	s.record(logEntry{kind: logPodAdded, pod: podInfo, node: s.viewOf(ni)})
 }
 
 // RemovePod removes pod (matched by UID) from node nodeName.
