@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"syscall"
 	"testing"
 	"time"
 
@@ -97,6 +98,15 @@ func consolidationClusterGrouped(n, group int, its cloudprovider.InstanceTypes) 
 	return c
 }
 
+// processCPU is the CPU time (user and system) the process has used.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatalf("getrusage: %v", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // countingSimulator counts simulations.
 type countingSimulator struct {
 	Simulator
@@ -134,18 +144,27 @@ func BenchmarkConsolidation(b *testing.B) {
 			multi, single := &MultiNodeConsolidation{Consolidation: base}, &SingleNodeConsolidation{Consolidation: base}
 			if !*benchNoPodEvents {
 				// The manager's pod informer delivers every pod before the first pass.
-				events := solverSim.PodEvents()
+				events, cpu := solverSim.PodEvents(), processCPU(b)
 				for _, p := range c.Pods {
 					events.OnAdd(p, true)
 				}
+				b.ReportMetric((processCPU(b) - cpu).Seconds(), "podevents-cpu-s")
 			}
 			var multiCmd, singleCmd *Command
+			var cpu time.Duration
+			decisions := 0
 			for b.Loop() {
+				if decisions == 0 {
+					cpu = processCPU(b) // after b.Loop's own collection
+				}
 				sim.n = 0
 				solverSim.forget()
 				multiCmd = decide(ctx, b, c, multi)
 				singleCmd = decide(ctx, b, c, single)
+				decisions++
 			}
+			// The process's CPU time (GC included) is what the wall time is under load.
+			b.ReportMetric((processCPU(b)-cpu).Seconds()/float64(decisions), "cpu-s/op")
 			if multiCmd == nil || singleCmd == nil {
 				b.Fatalf("no consolidation found: multi %v, single %v", multiCmd, singleCmd)
 			}
