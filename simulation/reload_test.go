@@ -147,3 +147,37 @@ func TestPodInfosFollowPodVersions(t *testing.T) {
 		t.Error("a deleted pod's PodInfo is kept")
 	}
 }
+
+// Events arrive on the informers' goroutines while a Reset loads (run with -race): the
+// snapshot still reads as one built afresh.
+func TestPodInfosObservedDuringResets(t *testing.T) {
+	nodes := []*corev1.Node{testNode("n1", "8", "16Gi"), testNode("n2", "8", "16Gi")}
+	var pods []*corev1.Pod
+	for i := range 40 {
+		pods = append(pods, versioned(testPod(fmt.Sprintf("p%d", i), "100m", "128Mi", onNode(fmt.Sprintf("n%d", 1+i%2)),
+			labelled("app", "a"), antiAffine(corev1.LabelHostname, "b")), "1"))
+	}
+	s := &Snapshot{}
+	events := s.PodInfos()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 20 {
+			for _, p := range pods {
+				events.Observe(versioned(p, "1"))
+				events.Forget(p)
+			}
+		}
+	}()
+	for range 20 {
+		must(t, s.Reset(nodes, pods))
+	}
+	<-done
+	fresh, err := NewSnapshot(nodes, pods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := nodeTotals(s), nodeTotals(fresh); got != want {
+		t.Errorf("reloaded: %s\nfresh:    %s", got, want)
+	}
+}
