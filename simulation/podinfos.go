@@ -86,8 +86,14 @@ func (p *PodInfos) Len() int {
 }
 
 // load returns the PodInfo of each of pods (nil for a pod without a UID), reusing the kept
-// ones, and then drops the entries neither this load nor an event since the last one used.
+// ones, and then drops the entries neither this load nor an event since the last one used
+// (a load of no pods keeps them all).
 func (p *PodInfos) load(pods []*corev1.Pod) []*framework.PodInfo {
+	if len(pods) == 0 {
+		// The solver empties the snapshot after a plan to release it: no reason to forget
+		// what the informers' events built.
+		return nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.resets++

@@ -122,6 +122,7 @@ func TestPodInfosFollowPodVersions(t *testing.T) {
 		{"a at a new version", []*corev1.Pod{resized, b}, map[string]bool{"a": false}},
 	} {
 		t.Run(step.name, func(t *testing.T) {
+			must(t, s.Reset(nil, nil)) // the solver releases the snapshot after each plan
 			must(t, s.Reset(nodes, step.pods))
 			fresh, err := NewSnapshot(nodes, step.pods)
 			if err != nil {
