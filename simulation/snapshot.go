@@ -51,11 +51,10 @@ type Snapshot struct {
 	// labels indexes the nodes by their pods' labels once a PreFilter asks (affinitynodes.go);
 	// nil until then.
 	labels labelIndex
-	// loaded are the PodInfos of the pods the last Reset loaded, by pod object. The next Reset
-	// reuses the PodInfo of a pod object it loads again (parsed terms, computed requests):
-	// consolidation reloads the cluster every pass, and the objects of pods that did not
-	// change are the informers' same ones, never changed in place.
-	loaded map[*corev1.Pod]*framework.PodInfo
+	// podInfos are the PodInfos of the pods loaded (and, fed by the informers, about to be):
+	// consolidation reloads the cluster every pass, and most pods did not change.
+	podInfos     *PodInfos
+	podInfosOnce sync.Once
 	// permanentUndo are undo callbacks of changes made outside any fork (or committed down
 	// to it); Reset runs them, so plugin bookkeeping (assumed volumes, claims) never outlives
 	// the content it was made for.
@@ -119,9 +118,8 @@ func NewSnapshot(nodes []*corev1.Node, pods []*corev1.Pod) (*Snapshot, error) {
 }
 
 // Reset replaces the snapshot's content with nodes and pods. Open forks are reverted and
-// every undo callback runs first. An engine keeps its framework across resets. A pod object
-// loaded by the previous Reset keeps its PodInfo, so a pod must not be changed in place
-// between the two: a changed pod is a new object, as informers deliver it.
+// every undo callback runs first. An engine keeps its framework across resets. A pod version
+// loaded by the previous Reset, or observed since (PodInfos), keeps its PodInfo.
 func (s *Snapshot) Reset(nodes []*corev1.Node, pods []*corev1.Pod) error {
 	for len(s.forks) > 0 {
 		if err := s.Revert(); err != nil {
@@ -151,8 +149,11 @@ func (s *Snapshot) Reset(nodes []*corev1.Node, pods []*corev1.Pod) error {
 			return err
 		}
 	}
-	prev := s.loaded
-	s.loaded = make(map[*corev1.Pod]*framework.PodInfo, len(pods))
+	type assigned struct {
+		pod *corev1.Pod
+		ni  *framework.NodeInfo
+	}
+	var load []assigned
 	for _, pod := range pods {
 		if pod.Spec.NodeName == "" || scheduling.PodFinished(pod) {
 			continue
@@ -164,15 +165,27 @@ func (s *Snapshot) Reset(nodes []*corev1.Node, pods []*corev1.Pod) error {
 		if pod.UID == "" {
 			return fmt.Errorf("pod %s/%s has no UID", pod.Namespace, pod.Name)
 		}
-		podInfo := prev[pod]
-		if podInfo == nil {
-			// As NodeInfo.AddPod does, an affinity term that does not parse is ignored.
-			podInfo, _ = framework.NewPodInfo(pod)
-		}
-		s.loaded[pod] = podInfo
-		s.addPodInfo(ni, podInfo)
+		load = append(load, assigned{pod, ni})
 	}
+	loading := make([]*corev1.Pod, len(load))
+	for i, a := range load {
+		loading[i] = a.pod
+	}
+	for i, podInfo := range s.PodInfos().load(loading) {
+		s.placePodInfo(load[i].ni, podInfo)
+	}
+	// No PreFilter state predates the load (epoch), so none replays it: the log starts
+	// after it instead of holding an entry per node and pod of the cluster.
+	clear(s.log)
+	s.log = s.log[:0]
+	s.bump()
 	return nil
+}
+
+// PodInfos is the snapshot's cache of PodInfos, for the informers to fill ahead of a Reset.
+func (s *Snapshot) PodInfos() *PodInfos {
+	s.podInfosOnce.Do(func() { s.podInfos = &PodInfos{} })
+	return s.podInfos
 }
 
 // Generation identifies the snapshot's content; see Snapshot.
@@ -317,14 +330,19 @@ func (s *Snapshot) AddPod(pod *corev1.Pod, nodeName string) error {
 
 // addPodInfo adds a pod to ni, which the current layer may change.
 func (s *Snapshot) addPodInfo(ni *framework.NodeInfo, podInfo *framework.PodInfo) {
+	s.placePodInfo(ni, podInfo)
+	s.bump()
+	s.record(logEntry{kind: logPodAdded, pod: podInfo, node: s.viewOf(ni)})
+}
+
+// placePodInfo is addPodInfo without the log entry.
+func (s *Snapshot) placePodInfo(ni *framework.NodeInfo, podInfo *framework.PodInfo) {
 	ni.AddPodInfo(podInfo)
 	pod := podInfo.Pod
 	if s.labels != nil {
 		s.labels.add(pod, ni.Node().Name)
 	}
 	s.countPVCs(pod, 1)
-	s.bump()
-	s.record(logEntry{kind: logPodAdded, pod: podInfo, node: s.viewOf(ni)})
 }
 
 // RemovePod removes pod (matched by UID) from node nodeName.

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 var (
 	benchConsolidationLarge = flag.Bool("consolidation.large", false, "also run BenchmarkConsolidation at 2000 nodes")
 	benchOneAtATime         = flag.Bool("consolidation.oneatatime", true, "BenchmarkConsolidation: also time single-node decisions applied one at a time (minutes at 1000+ nodes)")
+	benchNoPodEvents        = flag.Bool("consolidation.nopodevents", false, "BenchmarkConsolidation: do not hand the simulation the pods' informer events before the first decision")
 )
 
 // consolidationCluster is n on-demand nodes of bench-8, bench-16 and bench-32 over three
@@ -85,6 +87,7 @@ func consolidationClusterGrouped(n, group int, its cloudprovider.InstanceTypes) 
 			}
 			p.Namespace = "default"
 			p.UID = types.UID("pod-" + p.Name)
+			p.ResourceVersion = "1"
 			p.Spec.NodeName = node.Name
 			p.Status.Phase = corev1.PodRunning
 			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: p.Labels["app"], UID: types.UID("rs-" + p.Labels["app"]), Controller: ptr.To(true)}}
@@ -93,6 +96,15 @@ func consolidationClusterGrouped(n, group int, its cloudprovider.InstanceTypes) 
 		}
 	}
 	return c
+}
+
+// processCPU is the CPU time (user and system) the process has used.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatalf("getrusage: %v", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // countingSimulator counts simulations.
@@ -109,8 +121,9 @@ func (s *countingSimulator) Simulate(ctx context.Context, c *Cluster, cands []*C
 // BenchmarkConsolidation measures one full consolidation decision over n nodes: multi-node
 // consolidation (binary search over the first 100 candidates within the budget) and then
 // single-node consolidation over the candidates in order, first success wins. Each decision
-// starts from a simulator that has not seen the cluster, as each pass of the loop reads the
-// cluster afresh; within the decision every simulation forks the one loaded snapshot. It
+// starts from a simulator that has not loaded the cluster, as each pass of the loop reads the
+// cluster afresh, but has been handed the pods' informer events (PodEvents) before the first,
+// as the controller's simulation has (-consolidation.nopodevents: not); within the decision every simulation forks the one loaded snapshot. It
 // reports the simulations run, the nodes each command removes and the cluster's cost per
 // hour before and after the multi-node command (the one the loop would execute); then, once,
 // untimed by the benchmark, how long single-node decisions applied one after another (one
@@ -129,13 +142,31 @@ func BenchmarkConsolidation(b *testing.B) {
 			sim := &countingSimulator{Simulator: solverSim}
 			base := Consolidation{Simulator: sim, InstanceTypes: benchTypes(its)}
 			multi, single := &MultiNodeConsolidation{Consolidation: base}, &SingleNodeConsolidation{Consolidation: base}
+			var eventsCPU time.Duration
+			if !*benchNoPodEvents {
+				// The manager's pod informer delivers every pod before the first pass.
+				events, cpu := solverSim.PodEvents(), processCPU(b)
+				for _, p := range c.Pods {
+					events.OnAdd(p, true)
+				}
+				eventsCPU = processCPU(b) - cpu
+			}
 			var multiCmd, singleCmd *Command
+			var cpu time.Duration
+			decisions := 0
 			for b.Loop() {
+				if decisions == 0 {
+					cpu = processCPU(b) // after b.Loop's own collection
+				}
 				sim.n = 0
 				solverSim.forget()
 				multiCmd = decide(ctx, b, c, multi)
 				singleCmd = decide(ctx, b, c, single)
+				decisions++
 			}
+			// The process's CPU time (GC included) is what the wall time is under load.
+			b.ReportMetric((processCPU(b)-cpu).Seconds()/float64(decisions), "cpu-s/op")
+			b.ReportMetric(eventsCPU.Seconds(), "podevents-cpu-s") // once, before the first decision
 			if multiCmd == nil || singleCmd == nil {
 				b.Fatalf("no consolidation found: multi %v, single %v", multiCmd, singleCmd)
 			}

@@ -33,6 +33,7 @@ func withFullNodes(c *Cluster, nodes map[string]bool) *Cluster {
 	for _, p := range c.Pods {
 		if nodes[p.Spec.NodeName] && len(out.PodsByNode[p.Spec.NodeName]) == 0 {
 			p = p.DeepCopy()
+			p.ResourceVersion += "+1" // a new version, as the API server gives a changed pod
 			p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("1000")
 		}
 		out.Pods = append(out.Pods, p)
@@ -41,11 +42,12 @@ func withFullNodes(c *Cluster, nodes map[string]bool) *Cluster {
 	return out
 }
 
-// A simulator that loaded the cluster before keeps what it parsed of the pod objects it
-// loaded (simulation.Snapshot.Reset); its decisions are those of a simulator that never saw
-// the cluster, for the same cluster read again and for one where pods on the nodes the
-// decisions moved pods to changed (new objects that fill those nodes): a PodInfo kept for
-// the old objects would still show room there.
+// A simulator that loaded the cluster before keeps what it parsed of the pod versions it
+// loaded or was handed as informer events (simulation.PodInfos); its decisions are those of
+// a simulator that never saw the cluster, for the same cluster read again (also as deep
+// copies) and for one where pods on the nodes the decisions moved pods to changed (new
+// versions that fill those nodes): a PodInfo kept for the old versions would still show
+// room there.
 func TestConsolidationSameAcrossReloads(t *testing.T) {
 	ctx := context.Background()
 	its := testcatalog.Bench()
@@ -74,11 +76,34 @@ func TestConsolidationSameAcrossReloads(t *testing.T) {
 	if len(dests) == 0 || decideWith(newSolverSimulator(t, its), changed) == before {
 		t.Fatalf("filling the destinations (%v) changes no decision: a stale PodInfo would go unnoticed", dests)
 	}
-	reused := newSolverSimulator(t, its)
-	for i, cluster := range []*Cluster{c, c, changed, c} {
+	// reused loads the clusters as given; observed is handed each cluster's pods as informer
+	// events and loads a deep copy, as the controller's List returns.
+	reused, observed := newSolverSimulator(t, its), newSolverSimulator(t, its)
+	events := observed.PodEvents()
+	for i, cluster := range []*Cluster{c, c, changed, c, changed} {
+		want := decideWith(newSolverSimulator(t, its), cluster)
 		reused.forget() // a new pass: the cluster is loaded again
-		if got, want := decideWith(reused, cluster), decideWith(newSolverSimulator(t, its), cluster); got != want {
+		if got := decideWith(reused, cluster); got != want {
 			t.Errorf("load %d: the simulator that loaded the cluster before decides\n%s\na fresh one\n%s", i, got, want)
 		}
+		for _, p := range cluster.Pods {
+			events.OnAdd(p, false)
+		}
+		observed.forget()
+		if got := decideWith(observed, listed(cluster)); got != want {
+			t.Errorf("load %d: the simulator fed the pods' events decides on a listed copy\n%s\na fresh one\n%s", i, got, want)
+		}
 	}
+}
+
+// listed is c with every pod a deep copy, as a List from the manager's cache returns it.
+func listed(c *Cluster) *Cluster {
+	out := &Cluster{NodePools: c.NodePools, NodeClaims: c.NodeClaims, Nodes: c.Nodes, NodeOf: c.NodeOf,
+		PodsByNode: map[string][]*corev1.Pod{}, PDBs: c.PDBs, DaemonSets: c.DaemonSets}
+	for _, p := range c.Pods {
+		p = p.DeepCopy()
+		out.Pods = append(out.Pods, p)
+		out.PodsByNode[p.Spec.NodeName] = append(out.PodsByNode[p.Spec.NodeName], p)
+	}
+	return out
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
@@ -54,7 +55,33 @@ func NewSimulation(ctx context.Context, opts SimulationOptions) (*SolverSimulato
 	if err != nil {
 		return nil, fmt.Errorf("building the disruption simulation: %w", err)
 	}
-	return &SolverSimulator{planner: solv, offerings: opts.Offerings}, nil
+	return &SolverSimulator{planner: solv, offerings: opts.Offerings, podInfos: solv.PodInfos()}, nil
+}
+
+// PodEvents keeps the simulation's pod state (simulation.PodInfos) up to date from a pod
+// informer, so a simulation, the first after start included, does not parse the cluster's
+// pods while it loads them. Optional: without it each load builds what it lacks.
+func (s *SolverSimulator) PodEvents() toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if pod, ok := obj.(*corev1.Pod); ok {
+				s.podInfos.Observe(pod)
+			}
+		},
+		UpdateFunc: func(_, obj any) {
+			if pod, ok := obj.(*corev1.Pod); ok {
+				s.podInfos.Observe(pod)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = tombstone.Obj
+			}
+			if pod, ok := obj.(*corev1.Pod); ok {
+				s.podInfos.Forget(pod)
+			}
+		},
+	}
 }
 
 // Simulation is where the candidates' pods would go if the candidates were gone.
@@ -164,6 +191,8 @@ type SolverSimulator struct {
 	baseUnavailable map[cloudprovider.OfferingKey]time.Time
 	baseKey         *int
 	predictor       RequestPredictor // volatile requests (volatile.go); nil for none
+	// podInfos is the solver's pod state cache, which PodEvents fills (nil without a solver).
+	podInfos *simulation.PodInfos
 }
 
 // UnavailableSource is the controller's record of offerings that failed to launch

@@ -128,6 +128,7 @@ func newView(c *Cluster, cands []*Candidate, unavailable map[cloudprovider.Offer
 	for _, name := range sortedKeys(c.NodePools) {
 		v.nodePools = append(v.nodePools, c.NodePools[name])
 	}
+	v.nodes = make([]*corev1.Node, 0, len(c.Nodes))
 	for _, name := range sortedKeys(c.Nodes) {
 		if !removedNodes.Has(name) {
 			v.nodes = append(v.nodes, c.Nodes[name])
@@ -139,6 +140,7 @@ func newView(c *Cluster, cands []*Candidate, unavailable map[cloudprovider.Offer
 			batch = append(batch, unbound(p))
 		}
 	}
+	v.pods = make([]*corev1.Pod, 0, len(batch)+len(c.Pods))
 	v.pods = append(v.pods, batch...)
 	for _, p := range c.Pods {
 		switch {

@@ -34,6 +34,10 @@ type Solver struct {
 	exhaustive bool
 }
 
+// PodInfos is the engine's cache of pod state, for the informers to fill ahead of the
+// loads (simulation.PodInfos).
+func (s *Solver) PodInfos() *simulation.PodInfos { return s.engine.Snapshot().PodInfos() }
+
 // New builds a solver and its engine. Start opts.Framework.InformerFactory (and wait for its
 // caches) after New returns, as for simulation.NewEngine.
 func New(ctx context.Context, opts Options) (*Solver, error) {

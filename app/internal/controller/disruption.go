@@ -7,12 +7,14 @@ import (
 	"strconv"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
@@ -82,6 +84,15 @@ func (s *disruptionSimulation) build(cp cloudprovider.CloudProvider) error {
 	sim, err := disruption.NewSimulation(s.ctx, s.opts.simulationOptions(cp, clientset, factory, unavailable))
 	if err != nil {
 		return err
+	}
+	// The simulation parses each pod version once, as the manager's cache delivers it, not
+	// in every pass's load (the first after start included).
+	pods, err := s.mgr.GetCache().GetInformer(s.ctx, &corev1.Pod{}, crcache.BlockUntilSynced(false))
+	if err != nil {
+		return fmt.Errorf("watching pods for the disruption simulation: %w", err)
+	}
+	if _, err := pods.AddEventHandler(sim.PodEvents()); err != nil {
+		return fmt.Errorf("watching pods for the disruption simulation: %w", err)
 	}
 	factory.Start(s.ctx.Done())
 	s.simulator = sim
