@@ -46,24 +46,34 @@ func (c *NodeClaimController) SetupWithManager(mgr ctrl.Manager) error {
 // NodeClaim controllers' so `kubectl describe` reads as Karpenter's documentation shows.
 const eventSource = "karpenter"
 
-// volumeAttachmentGone passes the deletion of a VolumeAttachment: the event a termination
-// awaiting volume detachment waits for.
-var volumeAttachmentGone = predicate.Funcs{
+// deletesOnly passes only deletions: a termination awaiting volume detachment waits for its
+// VolumeAttachments to be deleted, and a drain waiting for its node's pods to go looks again
+// as each goes, not at its next poll (drainPollInterval). A node not being deleted costs one
+// cached read.
+var deletesOnly = predicate.Funcs{
 	CreateFunc:  func(event.CreateEvent) bool { return false },
 	UpdateFunc:  func(event.UpdateEvent) bool { return false },
 	DeleteFunc:  func(event.DeleteEvent) bool { return true },
 	GenericFunc: func(event.GenericEvent) bool { return false },
 }
 
-// nodeOfVolumeAttachment maps a VolumeAttachment to its Node.
-func nodeOfVolumeAttachment(_ context.Context, obj client.Object) []reconcile.Request {
-	names := volumeAttachmentNodeName(obj)
-	out := make([]reconcile.Request, 0, len(names))
-	for _, name := range names {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKey{Name: name}})
+// toNodes maps an object to the Nodes nodeNames (one of the indexes' extractors) names for it.
+func toNodes(nodeNames func(client.Object) []string) handler.MapFunc {
+	return func(_ context.Context, obj client.Object) []reconcile.Request {
+		names := nodeNames(obj)
+		out := make([]reconcile.Request, 0, len(names))
+		for _, name := range names {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKey{Name: name}})
+		}
+		return out
 	}
-	return out
 }
+
+// nodeOfVolumeAttachment maps a VolumeAttachment to its Node, nodeOfPod a bound pod to its.
+var (
+	nodeOfVolumeAttachment = toNodes(volumeAttachmentNodeName)
+	nodeOfPod              = toNodes(podNodeName)
+)
 
 // SetupWithManager registers the Node finalizer controller and the pod and VolumeAttachment
 // indexes its drain lists by; it looks at a terminating Node again when one of its
@@ -81,27 +91,7 @@ func (c *NodeController) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(NodeControllerName).
 		For(&corev1.Node{}, builder.WithPredicates(deleting)).
-		Watches(&storagev1.VolumeAttachment{}, handler.EnqueueRequestsFromMapFunc(nodeOfVolumeAttachment), builder.WithPredicates(volumeAttachmentGone)).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(nodeOfPod), builder.WithPredicates(podGone)).
+		Watches(&storagev1.VolumeAttachment{}, handler.EnqueueRequestsFromMapFunc(nodeOfVolumeAttachment), builder.WithPredicates(deletesOnly)).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(nodeOfPod), builder.WithPredicates(deletesOnly)).
 		Complete(c)
-}
-
-// podGone passes the deletion of a pod: a drain waiting for its node's pods to go looks again
-// as each goes, not at its next poll (drainPollInterval). A node not being deleted costs one
-// cached read.
-var podGone = predicate.Funcs{
-	CreateFunc:  func(event.CreateEvent) bool { return false },
-	UpdateFunc:  func(event.UpdateEvent) bool { return false },
-	DeleteFunc:  func(event.DeleteEvent) bool { return true },
-	GenericFunc: func(event.GenericEvent) bool { return false },
-}
-
-// nodeOfPod maps a bound pod to its Node.
-func nodeOfPod(_ context.Context, obj client.Object) []reconcile.Request {
-	names := podNodeName(obj)
-	out := make([]reconcile.Request, 0, len(names))
-	for _, name := range names {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKey{Name: name}})
-	}
-	return out
 }

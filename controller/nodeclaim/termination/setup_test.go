@@ -21,10 +21,10 @@ func TestPodDeletionRequeuesItsNode(t *testing.T) {
 		pod   *corev1.Pod
 		nodes []string
 	}{
-		{name: "a bound pod deleted", pass: podGone.Delete(event.DeleteEvent{Object: bound}), pod: bound, nodes: []string{"node-a"}},
-		{name: "an unbound pod deleted", pass: podGone.Delete(event.DeleteEvent{Object: unbound}), pod: unbound},
-		{name: "a pod created", pass: podGone.Create(event.CreateEvent{Object: bound})},
-		{name: "a pod updated", pass: podGone.Update(event.UpdateEvent{ObjectOld: bound, ObjectNew: bound})},
+		{name: "a bound pod deleted", pass: deletesOnly.Delete(event.DeleteEvent{Object: bound}), pod: bound, nodes: []string{"node-a"}},
+		{name: "an unbound pod deleted", pass: deletesOnly.Delete(event.DeleteEvent{Object: unbound}), pod: unbound},
+		{name: "a pod created", pass: deletesOnly.Create(event.CreateEvent{Object: bound})},
+		{name: "a pod updated", pass: deletesOnly.Update(event.UpdateEvent{ObjectOld: bound, ObjectNew: bound})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
