@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/component-base/metrics/legacyregistry"
 
@@ -67,15 +66,7 @@ func TestHeldPodsRetriedOnlyWhenAPlacementCanHelp(t *testing.T) {
 	ns := e.newNamespace(t)
 	zones := []string{"test-zone-a", "test-zone-b"}
 	e.create(t, ns, nodePool("default", requires(zone, corev1.NodeSelectorOpIn, nil, zones...)))
-	e.create(t, ns, &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: ns + "-existing-b", Labels: map[string]string{
-			zone: "test-zone-b", corev1.LabelHostname: ns + "-existing-b", corev1.LabelOSStable: "linux",
-		}},
-		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "dedicated", Value: "other", Effect: corev1.TaintEffectNoSchedule}}},
-		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110"),
-		}},
-	})
+	e.create(t, ns, taintedNodeInZoneB(ns))
 	created := e.createPlainPods(t, ns, pods(2*perZone, "web", "250m", "256Mi", labelled("app", "web"),
 		requireNodeTerms(in(zone, zones...)), testpods.Spread(zone, "web", corev1.DoNotSchedule))...)
 	e.startKubeScheduler(t, ns)

@@ -332,15 +332,10 @@ type halfUpPlan struct {
 	planned map[string]bool
 }
 
-// holdZoneSpreadPlan plays TestZoneSpreadPinHoldsWhileItsPlanArrives up to the held pod.
-func holdZoneSpreadPlan(t *testing.T) *halfUpPlan {
-	t.Helper()
-	e := testEnv(t)
-	ns := e.newNamespace(t)
-	zones := []string{"test-zone-a", "test-zone-b"}
-	e.create(t, ns, nodePool("default", requires(zone, corev1.NodeSelectorOpIn, nil, zones...)))
-	// Zone b's node takes none of the pods (tainted) but counts as a spread domain.
-	e.create(t, ns, &corev1.Node{
+// taintedNodeInZoneB is a node of zone b that takes none of the tests' pods (tainted) but counts
+// as a spread domain, so a zone spread sees zone b before any NodeClaim lands there.
+func taintedNodeInZoneB(ns string) *corev1.Node {
+	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: ns + "-existing-b", Labels: map[string]string{
 			zone: "test-zone-b", corev1.LabelHostname: ns + "-existing-b", corev1.LabelOSStable: "linux",
 		}},
@@ -348,7 +343,17 @@ func holdZoneSpreadPlan(t *testing.T) *halfUpPlan {
 		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
 			corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110"),
 		}},
-	})
+	}
+}
+
+// holdZoneSpreadPlan plays TestZoneSpreadPinHoldsWhileItsPlanArrives up to the held pod.
+func holdZoneSpreadPlan(t *testing.T) *halfUpPlan {
+	t.Helper()
+	e := testEnv(t)
+	ns := e.newNamespace(t)
+	zones := []string{"test-zone-a", "test-zone-b"}
+	e.create(t, ns, nodePool("default", requires(zone, corev1.NodeSelectorOpIn, nil, zones...)))
+	e.create(t, ns, taintedNodeInZoneB(ns))
 	pods := e.createPlainPods(t, ns, pods(4, "web", "500m", "512Mi", labelled("app", "web"),
 		requireNodeTerms(in(zone, zones...)),
 		testpods.Spread(zone, "web", corev1.DoNotSchedule), testpods.AntiAffine(corev1.LabelHostname, "web"))...)
