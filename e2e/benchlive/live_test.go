@@ -22,7 +22,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/joinery-dev/joinery/apis"
@@ -259,18 +258,7 @@ func createDeployment(t *testing.T, env *framework.Env, d deployment) {
 
 func scaleTo(t *testing.T, env *framework.Env, name string, replicas int32) {
 	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		s, err := env.Client.AppsV1().Deployments(namespace).GetScale(t.Context(), name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		s.Spec.Replicas = replicas
-		_, err = env.Client.AppsV1().Deployments(namespace).UpdateScale(t.Context(), name, s, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatalf("scale %s to %d: %v", name, replicas, err)
-	}
+	env.ScaleDeployment(t, namespace, name, replicas)
 }
 
 // podTimes records, by pod, when the watch first saw it and when it first saw it Running:

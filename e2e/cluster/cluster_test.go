@@ -140,14 +140,7 @@ func TestDeploymentScaledToFiveRunsFivePods(t *testing.T) {
 	}
 	env.AwaitPods(t, ns, "app=five", 1, podTimeout, framework.RunningOn(node))
 
-	scale, err := env.Client.AppsV1().Deployments(ns).GetScale(t.Context(), "five", metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("get scale: %v", err)
-	}
-	scale.Spec.Replicas = 5
-	if _, err := env.Client.AppsV1().Deployments(ns).UpdateScale(t.Context(), "five", scale, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("scale to 5: %v", err)
-	}
+	env.ScaleDeployment(t, ns, "five", 5)
 	env.AwaitPods(t, ns, "app=five", 5, podTimeout, framework.RunningOn(node))
 	framework.Eventually(t, podTimeout, "deployment reports 5 available replicas", func(ctx context.Context) (bool, error) {
 		d, err := env.Client.AppsV1().Deployments(ns).Get(ctx, "five", metav1.GetOptions{})

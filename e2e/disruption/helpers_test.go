@@ -142,10 +142,7 @@ func createDeployment(t *testing.T, ns, pool, name string, replicas int32, cpu s
 
 func scale(t *testing.T, ns, name string, replicas int32) {
 	t.Helper()
-	patch := fmt.Sprintf(`{"spec": {"replicas": %d}}`, replicas)
-	if _, err := env.Client.AppsV1().Deployments(ns).Patch(t.Context(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-		t.Fatalf("scale %s: %v", name, err)
-	}
+	env.ScaleDeployment(t, ns, name, replicas)
 }
 
 func running(pod corev1.Pod) error {

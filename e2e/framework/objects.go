@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
 
@@ -215,5 +216,16 @@ func GPUClaim(ns, name, class, request, model string, count int64) *resourceapi.
 				Count:          count,
 			},
 		}}}},
+	}
+}
+
+// ScaleDeployment sets a Deployment's replicas through its scale subresource, as kubectl scale
+// does. A merge patch carries no resourceVersion, so the deployment controller's own writes to
+// the object cannot make it fail with a conflict (a get-then-update of the scale could).
+func (e *Env) ScaleDeployment(t *testing.T, namespace, name string, replicas int32) {
+	t.Helper()
+	patch := fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, replicas)
+	if _, err := e.Client.AppsV1().Deployments(namespace).Patch(t.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{}, "scale"); err != nil {
+		t.Fatalf("scale deployment %s/%s to %d: %v", namespace, name, replicas, err)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/joinery-dev/joinery/e2e/framework"
@@ -104,19 +103,7 @@ func createDeployment(t *testing.T, ns, pool string, g group) {
 
 func scale(t *testing.T, ns, name string, replicas int32) {
 	t.Helper()
-	// The deployment controller updates the object too; retry on its writes.
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		s, err := env.Client.AppsV1().Deployments(ns).GetScale(t.Context(), name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		s.Spec.Replicas = replicas
-		_, err = env.Client.AppsV1().Deployments(ns).UpdateScale(t.Context(), name, s, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatalf("scale %s to %d: %v", name, replicas, err)
-	}
+	env.ScaleDeployment(t, ns, name, replicas)
 }
 
 // checkSpread: the spread group's pods are on distinct nodes and their zones differ by at most
