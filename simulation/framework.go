@@ -9,6 +9,8 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	clientset "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	resourceslicetracker "k8s.io/dynamic-resource-allocation/resourceslice/tracker"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -107,7 +109,7 @@ func newFramework(ctx context.Context, profile *config.KubeSchedulerProfile, out
 		csi = csiManager{snapshot: src, cluster: csiLister}
 	}
 	frameworkOpts := []frameworkruntime.Option{
-		frameworkruntime.WithClientSet(opts.Client),
+		frameworkruntime.WithClientSet(discardWrites()),
 		frameworkruntime.WithInformerFactory(opts.InformerFactory),
 		frameworkruntime.WithSnapshotSharedLister(opts.Snapshot),
 		frameworkruntime.WithSharedCSIManager(csi),
@@ -135,6 +137,20 @@ func newFramework(ctx context.Context, profile *config.KubeSchedulerProfile, out
 		return nil, nil, fmt.Errorf("building framework for profile %q: %w", profile.SchedulerName, err)
 	}
 	return fw, built, nil
+}
+
+// discardWrites is the clientset a simulation's plugins get. They read through the informers;
+// they write only in a real scheduling cycle (PreBind, Bind) and, for DynamicResources, in
+// Unreserve: reverting the placement of a pod whose claim is reserved for it removes the pod
+// from the claim's reservedFor. A simulation reverts placements all the time, so its writes
+// succeed without reaching the API server: a consolidation that tries a real pod elsewhere
+// must never un-reserve that pod's real claim.
+func discardWrites() clientset.Interface {
+	cs := fake.NewClientset()
+	for _, verb := range []string{"create", "update", "patch", "delete", "delete-collection"} {
+		cs.PrependReactor(verb, "*", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, nil })
+	}
+	return cs
 }
 
 // newDRAManager mirrors kube-scheduler's construction so DynamicResources sees the same claims,

@@ -9,7 +9,9 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
@@ -243,5 +245,31 @@ func TestLoadProfile(t *testing.T) {
 	client, factory := fakeInformers()
 	if _, err := NewEngine(t.Context(), snapshot, profile, nil, FrameworkOptions{Client: client, InformerFactory: factory}); err == nil || !strings.Contains(err.Error(), "NodeResourcesFit") {
 		t.Fatalf("invalid NodeResourcesFit args: err = %v", err)
+	}
+}
+
+// The plugins' writes (DynamicResources' Unreserve patches a claim's reservedFor when a
+// placement of the pod it is reserved for is reverted) never reach the cluster's client.
+func TestPluginWritesNeverReachTheCluster(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	snapshot, err := NewSnapshot([]*corev1.Node{testNode("new-1", "4", "8Gi")}, nil)
+	must(t, err)
+	profile, err := DefaultProfile()
+	must(t, err)
+	cluster, factory := fakeInformers()
+	engine, err := NewEngine(ctx, snapshot, profile, nil, FrameworkOptions{Client: cluster, InformerFactory: factory})
+	must(t, err)
+	before := len(cluster.Actions())
+	patch := []byte(`{"status": {"reservedFor": [{"$patch": "delete", "uid": "pod-1"}]}}`)
+	claims := engine.Framework().ClientSet().ResourceV1().ResourceClaims("default")
+	if _, err := claims.Patch(ctx, "gpu", types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+		t.Fatalf("a plugin's write failed: %v", err)
+	}
+	if err := claims.Delete(ctx, "gpu", metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("a plugin's delete failed: %v", err)
+	}
+	if got := cluster.Actions()[before:]; len(got) != 0 {
+		t.Fatalf("the plugins' writes reached the cluster's client: %v", got)
 	}
 }
