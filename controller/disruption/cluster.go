@@ -49,32 +49,56 @@ type Cluster struct {
 	// receiving are the nodes (and NodeClaims) those commands' pods were simulated onto: they
 	// are not candidates for the rest of the pass either, since the pods will land there.
 	receiving map[string]bool
+	// closed are the nodes, by name, of commands this pass chose that launch replacements:
+	// their candidates and the nodes their pods go to. Such a command cannot be simulated as
+	// done (its replacements are not on the cluster), so later commands are simulated on the
+	// cluster as it is while it runs: those nodes keep their pods, and take no new one (they
+	// carry the disrupted taint in the simulation, as the candidates will for real).
+	closed map[string]bool
 }
 
-// reserve sets cmd's candidates aside for the rest of the pass (Cluster.reserved).
+// reserve sets cmd's candidates aside for the rest of the pass (Cluster.reserved), or, when
+// cmd launches replacements, closes its candidates and the nodes its pods go to
+// (Cluster.closed).
 func (c *Cluster) reserve(cmd *Command) {
-	if c.reserved == nil {
-		c.reserved = map[string]*Candidate{}
-	}
 	if c.receiving == nil {
 		c.receiving = map[string]bool{}
-	}
-	for _, cand := range cmd.Candidates {
-		c.reserved[cand.Name()] = cand
 	}
 	for _, dest := range cmd.Destinations {
 		c.receiving[dest] = true
 	}
+	if len(cmd.Replacements) > 0 {
+		if c.closed == nil {
+			c.closed = map[string]bool{}
+		}
+		for _, cand := range cmd.Candidates {
+			c.closed[cand.Node.Name] = true
+		}
+		for _, dest := range cmd.Destinations {
+			if n := c.NodeOf[dest]; n != nil {
+				c.closed[n.Name] = true
+			} else if c.Nodes[dest] != nil {
+				c.closed[dest] = true
+			}
+		}
+		return
+	}
+	if c.reserved == nil {
+		c.reserved = map[string]*Candidate{}
+	}
+	for _, cand := range cmd.Candidates {
+		c.reserved[cand.Name()] = cand
+	}
 }
 
-// setAside reports whether nc, on node, is reserved or receiving pods of a command the pass
-// already chose (Cluster.reserved, Cluster.receiving).
+// setAside reports whether nc, on node, is reserved, closed or receiving pods of a command the
+// pass already chose (Cluster.reserved, Cluster.closed, Cluster.receiving).
 func (c *Cluster) setAside(nc *karpv1.NodeClaim, node *corev1.Node) bool {
-	return c.reserved[nc.Name] != nil || c.receiving[nc.Name] || (node != nil && c.receiving[node.Name])
+	return c.reserved[nc.Name] != nil || c.receiving[nc.Name] || (node != nil && (c.receiving[node.Name] || c.closed[node.Name]))
 }
 
 // unreserve lifts every reservation.
-func (c *Cluster) unreserve() { c.reserved, c.receiving = nil, nil }
+func (c *Cluster) unreserve() { c.reserved, c.receiving, c.closed = nil, nil, nil }
 
 // reservedCandidates are the reserved candidates in NodeClaim name order.
 func (c *Cluster) reservedCandidates() []*Candidate {

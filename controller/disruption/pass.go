@@ -87,9 +87,11 @@ func (c *Controller) publishBudgets(ctx context.Context, cluster *Cluster, now t
 }
 
 // chooseCommands is the pass's choice, shared by Controller.Step and DryRun: it asks the
-// methods, in order, for a command over cluster; while one is found that launches nothing,
-// its candidates and the nodes its pods go to are set aside (Cluster.reserve) and the methods
-// are asked again, up to maxCommandsPerPass. visit sees every method's answer and how long it
+// methods, in order, for a command over cluster; while one is found, its candidates and the
+// nodes its pods go to are set aside (Cluster.reserve) and the methods are asked again, up to
+// maxCommandsPerPass. A later command is simulated on the cluster as it will be while the
+// earlier ones run: one that only deletes as done, one that launches as started (its nodes
+// keep their pods and take no new one). visit sees every method's answer and how long it
 // took; chosen gets each command, and stops the choice by returning false. The reservations
 // are lifted before it returns.
 func chooseCommands(ctx context.Context, cluster *Cluster, methods []Method, now time.Time,
@@ -110,9 +112,7 @@ func chooseCommands(ctx context.Context, cluster *Cluster, methods []Method, now
 				break
 			}
 		}
-		if cmd == nil || !chosen(m, cmd) || len(cmd.Replacements) > 0 {
-			// A command that launches ends the choice: its replacements are not on the
-			// cluster later commands would be simulated on.
+		if cmd == nil || !chosen(m, cmd) {
 			return nil
 		}
 		cluster.reserve(cmd)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -336,5 +338,120 @@ func TestDryRunChoosesAsThePassDoes(t *testing.T) {
 	}
 	if cands, _ := cluster.Candidates(karpv1.DisruptionReasonEmpty, ClassGraceful); len(cands) != 12 {
 		t.Errorf("%d candidates after the dry run, want the 12 again", len(cands))
+	}
+}
+
+// soloOnItsNode is a pod that keeps off every node with another solo pod (required hostname
+// anti-affinity): it can only leave its node for a new one.
+func soloOnItsNode(p *corev1.Pod) {
+	p.Labels["solo"] = "true"
+	p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			TopologyKey:   corev1.LabelHostname,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"solo": "true"}},
+		}},
+	}}
+}
+
+// TestPassChoosesReplacingCommandsTogether: four large nodes, each with one small pod that
+// keeps a node to itself, so each can only be replaced by a smaller node. Under a budget of
+// one node the pass chooses the four replacements at once, as it does commands that only
+// delete: each later one simulated with the earlier ones started (their nodes keep their pods
+// and take no new one), so the four validation delays are one. The pass used to end its
+// choice at the first command that launches, so four replacements took four delays.
+func TestPassChoosesReplacingCommandsTogether(t *testing.T) {
+	its := testCatalog(t, 0)
+	objs := []client.Object{testNodePool("default", onDemandOnly, budgets(karpv1.Budget{Nodes: "1"}))}
+	names := []string{"a", "b", "c", "d"}
+	for _, n := range names {
+		objs = append(objs, pair(testNode(n, "default", typed(its, "large", "on-demand")))...)
+		objs = append(objs, testPod("p"+n, "node-"+n, soloOnItsNode))
+	}
+	cluster, _ := loadCluster(t, objs...)
+	methods := GracefulMethods(Consolidation{Simulator: newSolverSimulator(t, its), InstanceTypes: benchTypes(its)})
+	pass, err := DryRun(context.Background(), cluster, methods, epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, cmd := range pass.Commands {
+		got = append(got, cmd.String())
+	}
+	if len(pass.Commands) != len(names) {
+		t.Fatalf("the pass chose %d commands, want one replacement per node: %q", len(pass.Commands), got)
+	}
+	seen := map[string]bool{}
+	for _, cmd := range pass.Commands {
+		if len(cmd.Candidates) != 1 || len(cmd.Replacements) != 1 {
+			t.Fatalf("command %s: %d candidates, %d replacements; want one large node replaced by one smaller", cmd, len(cmd.Candidates), len(cmd.Replacements))
+		}
+		name := cmd.Candidates[0].Name()
+		if seen[name] {
+			t.Fatalf("%s is the candidate of two commands: %q", name, got)
+		}
+		seen[name] = true
+		if types := cmd.Replacements[0].Spec.Requirements; slices.ContainsFunc(types, func(r karpv1.NodeSelectorRequirementWithMinValues) bool {
+			return r.Key == corev1.LabelInstanceTypeStable && slices.Contains(r.Values, "large")
+		}) {
+			t.Errorf("command %s may launch another large node", cmd)
+		}
+	}
+	if cands, _ := cluster.Candidates(karpv1.DisruptionReasonUnderutilized, ClassGraceful); len(cands) != len(names) {
+		t.Errorf("%d candidates after the dry run, want the %d again", len(cands), len(names))
+	}
+}
+
+// TestClosedNodesKeepTheirPodsAndTakeNone: once the pass chose a command that launches, a
+// later command is simulated with that command's candidate and the nodes its pods go to as
+// they will be while it runs: still holding their pods, taking no new one. y's pod fits on
+// z alone, but z receives a pod of x's command, so y's command must find room elsewhere.
+func TestClosedNodesKeepTheirPodsAndTakeNone(t *testing.T) {
+	its := testCatalog(t, 0)
+	objs := []client.Object{testNodePool("default", onDemandOnly, allBudget)}
+	for _, n := range []string{"x", "y", "z"} {
+		objs = append(objs, pair(testNode(n, "default", typed(its, "medium", "on-demand")))...)
+	}
+	objs = append(objs, cpuPod("px", "node-x", "2500m"), cpuPod("py", "node-y", "2500m"), cpuPod("pz", "node-z", "500m"))
+	cluster, _ := loadCluster(t, objs...)
+	sim := newSolverSimulator(t, its)
+	cands, _ := cluster.Candidates(karpv1.DisruptionReasonUnderutilized, ClassGraceful)
+	byName := map[string]*Candidate{}
+	for _, cand := range cands {
+		byName[cand.Name()] = cand
+	}
+	y := []*Candidate{byName["y"]}
+	alone, err := sim.Simulate(context.Background(), cluster, y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(alone.Replacements) != 0 || alone.Destinations["pod-py"] != "z" {
+		t.Fatalf("y alone: %d replacements, py → %q; want py on z", len(alone.Replacements), alone.Destinations["pod-py"])
+	}
+	cluster.reserve(&Command{
+		Candidates:   []*Candidate{byName["x"]},
+		Replacements: []*karpv1.NodeClaim{{}},
+		Destinations: map[types.UID]string{"pod-px": "z"},
+	})
+	after, err := sim.Simulate(context.Background(), cluster, y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for uid, dest := range after.Destinations {
+		if dest == "x" || dest == "z" || dest == "node-x" || dest == "node-z" {
+			t.Errorf("%s → %s: a node of the launching command took a pod", uid, dest)
+		}
+	}
+	if len(after.Replacements) == 0 && after.Refusal(cluster, y) == nil {
+		t.Errorf("y after x's command: deleted with py → %q, want a replacement or a refusal", after.Destinations["pod-py"])
+	}
+	again, _ := cluster.Candidates(karpv1.DisruptionReasonUnderutilized, ClassGraceful)
+	for _, cand := range again {
+		if cand.Name() == "x" || cand.Name() == "z" {
+			t.Errorf("%s is a candidate again after the launching command closed it", cand.Name())
+		}
+	}
+	cluster.unreserve()
+	if again, _ := cluster.Candidates(karpv1.DisruptionReasonUnderutilized, ClassGraceful); len(again) != 3 {
+		t.Errorf("%d candidates once the pass's reservations are lifted, want 3", len(again))
 	}
 }

@@ -3,6 +3,7 @@ package disruption
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -137,11 +138,12 @@ func (s *Simulation) Refusal(c *Cluster, cands []*Candidate) error {
 }
 
 // unsettledNodeClaims are the NodeClaims no pod may be moved onto: launching (no Node yet),
-// not initialized, being deleted, or reserved by a command the pass chose.
+// not initialized, being deleted, or reserved or closed by a command the pass chose.
 func (c *Cluster) unsettledNodeClaims() map[string]bool {
 	out := map[string]bool{}
 	for _, nc := range c.NodeClaims {
-		if c.NodeOf[nc.Name] == nil || !isInitialized(nc) || c.isDeleting(nc) || c.reserved[nc.Name] != nil {
+		n := c.NodeOf[nc.Name]
+		if n == nil || !isInitialized(nc) || c.isDeleting(nc) || c.reserved[nc.Name] != nil || c.closed[n.Name] {
 			out[nc.Name] = true
 		}
 	}
@@ -189,6 +191,7 @@ type SolverSimulator struct {
 	// domains follow them), and baseKey its key.
 	base            *Cluster
 	baseUnavailable map[cloudprovider.OfferingKey]time.Time
+	baseClosed      map[string]bool
 	baseKey         *int
 	predictor       RequestPredictor // volatile requests (volatile.go); nil for none
 	// podInfos is the solver's pod state cache, which PodEvents fills (nil without a solver).
@@ -309,8 +312,9 @@ func (s *SolverSimulator) plan(ctx context.Context, c *Cluster, view *View, cand
 		return s.planner.PlanDisruption(ctx, view, batch)
 	}
 	s.mu.Lock()
-	if s.base != c || !sameKeys(s.baseUnavailable, view.unavailable) {
-		s.base, s.baseUnavailable, s.baseKey = c, view.unavailable, new(int)
+	if s.base != c || !sameKeys(s.baseUnavailable, view.unavailable) || !sameKeys(s.baseClosed, c.closed) {
+		// Closed nodes are tainted in the base (newView), so closing one loads it again.
+		s.base, s.baseUnavailable, s.baseClosed, s.baseKey = c, view.unavailable, maps.Clone(c.closed), new(int)
 	}
 	key := s.baseKey
 	s.mu.Unlock()

@@ -130,7 +130,11 @@ func newView(c *Cluster, cands []*Candidate, unavailable map[cloudprovider.Offer
 	}
 	v.nodes = make([]*corev1.Node, 0, len(c.Nodes))
 	for _, name := range sortedKeys(c.Nodes) {
-		if !removedNodes.Has(name) {
+		switch {
+		case removedNodes.Has(name):
+		case c.closed[name]:
+			v.nodes = append(v.nodes, withDisruptedTaint(c.Nodes[name]))
+		default:
 			v.nodes = append(v.nodes, c.Nodes[name])
 		}
 	}
@@ -154,6 +158,17 @@ func newView(c *Cluster, cands []*Candidate, unavailable map[cloudprovider.Offer
 	}
 	v.daemonSets = c.DaemonSets
 	return v, batch
+}
+
+// withDisruptedTaint is a copy of n with the disrupted taint: a node of a command the pass
+// chose that later commands may not put pods on (Cluster.closed).
+func withDisruptedTaint(n *corev1.Node) *corev1.Node {
+	if hasDisruptedTaint(n) {
+		return n
+	}
+	closed := n.DeepCopy()
+	closed.Spec.Taints = append(closed.Spec.Taints, disruptedTaint)
+	return closed
 }
 
 // unbound is a copy of p as a pending pod, to be placed again.
