@@ -173,10 +173,11 @@ func budgetLimit(b string) int {
 	return n
 }
 
-// TestReservedCandidatesPodsNeedRoom: a command the pass chose reserves its candidates; a
-// later command of the pass is simulated with them gone and their pods pending, so it cannot
-// count on the room the first one's pods take.
-func TestReservedCandidatesPodsNeedRoom(t *testing.T) {
+// xyzCluster is three medium nodes: x and y with a pod of 2.5 CPU each, z with one of 0.5, so
+// only one of x's and y's pods fits on z. It returns the cluster, a simulator over the test
+// catalog, and the underutilization candidates by name.
+func xyzCluster(t *testing.T) (*Cluster, *SolverSimulator, map[string]*Candidate) {
+	t.Helper()
 	its := testCatalog(t, 0)
 	objs := []client.Object{testNodePool("default", onDemandOnly, allBudget)}
 	for _, n := range []string{"x", "y", "z"} {
@@ -190,6 +191,14 @@ func TestReservedCandidatesPodsNeedRoom(t *testing.T) {
 	for _, cand := range cands {
 		byName[cand.Name()] = cand
 	}
+	return cluster, sim, byName
+}
+
+// TestReservedCandidatesPodsNeedRoom: a command the pass chose reserves its candidates; a
+// later command of the pass is simulated with them gone and their pods pending, so it cannot
+// count on the room the first one's pods take.
+func TestReservedCandidatesPodsNeedRoom(t *testing.T) {
+	cluster, sim, byName := xyzCluster(t)
 	alone, err := sim.Simulate(context.Background(), cluster, []*Candidate{byName["y"]})
 	if err != nil {
 		t.Fatal(err)
@@ -406,19 +415,7 @@ func TestPassChoosesReplacingCommandsTogether(t *testing.T) {
 // they will be while it runs: still holding their pods, taking no new one. y's pod fits on
 // z alone, but z receives a pod of x's command, so y's command must find room elsewhere.
 func TestClosedNodesKeepTheirPodsAndTakeNone(t *testing.T) {
-	its := testCatalog(t, 0)
-	objs := []client.Object{testNodePool("default", onDemandOnly, allBudget)}
-	for _, n := range []string{"x", "y", "z"} {
-		objs = append(objs, pair(testNode(n, "default", typed(its, "medium", "on-demand")))...)
-	}
-	objs = append(objs, cpuPod("px", "node-x", "2500m"), cpuPod("py", "node-y", "2500m"), cpuPod("pz", "node-z", "500m"))
-	cluster, _ := loadCluster(t, objs...)
-	sim := newSolverSimulator(t, its)
-	cands, _ := cluster.Candidates(karpv1.DisruptionReasonUnderutilized, ClassGraceful)
-	byName := map[string]*Candidate{}
-	for _, cand := range cands {
-		byName[cand.Name()] = cand
-	}
+	cluster, sim, byName := xyzCluster(t)
 	y := []*Candidate{byName["y"]}
 	alone, err := sim.Simulate(context.Background(), cluster, y)
 	if err != nil {
