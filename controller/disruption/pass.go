@@ -175,9 +175,15 @@ func (c *Controller) execute(ctx context.Context) (bool, error) {
 			c.waiting = append(keep, c.waiting[i+1:]...)
 			return started, fmt.Errorf("%s: validating: %w", m.Name(), err)
 		}
-		if refusal != nil && refusal.Budget && c.clock.Since(w.due) < maxBudgetWait {
-			keep = append(keep, w)
-			c.soon = true
+		if refusal != nil && refusal.Budget {
+			if c.clock.Since(w.due) < maxBudgetWait {
+				keep = append(keep, w)
+				c.soon = true
+				continue
+			}
+			// Still valid, only not allowed yet (the commands before it launch slowly): it
+			// is chosen afresh later, which is no failed validation.
+			logger.V(1).Info("disruption command waited too long for its budget, dropped to be chosen again", "method", m.Name(), "command", w.cmd.String(), "why", refusal.Message)
 			continue
 		}
 		if refusal == nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -450,5 +451,44 @@ func TestClosedNodesKeepTheirPodsAndTakeNone(t *testing.T) {
 	cluster.unreserve()
 	if again, _ := cluster.Candidates(karpv1.DisruptionReasonUnderutilized, ClassGraceful); len(again) != 3 {
 		t.Errorf("%d candidates once the pass's reservations are lifted, want 3", len(again))
+	}
+}
+
+// TestCommandDroppedAfterItsBudgetWaitIsNoFailedValidation: commands whose budget stays held
+// (a node being deleted that does not go) wait up to maxBudgetWait after their delay and are
+// then dropped, to be chosen again by a later pass. They were still valid: no failed
+// validation is counted and no ConsolidationRejected event says they were refused.
+func TestCommandDroppedAfterItsBudgetWaitIsNoFailedValidation(t *testing.T) {
+	objs := []client.Object{testNodePool("default", budgets(karpv1.Budget{Nodes: "1"}))}
+	objs = append(objs, pair(testNode("going", "default", deleting))...)
+	for _, name := range []string{"e1", "e2"} {
+		objs = append(objs, pair(testNode(name, "default"))...)
+	}
+	c := newClient(t, objs...)
+	rec := events.NewFakeRecorder(100)
+	clk := clocktesting.NewFakeClock(epoch)
+	ctrl := New(c, c, rec, clk, []Method{&Emptiness{}}, Options{})
+	failed := func() float64 { return testutil.ToFloat64(failedValidations.WithLabelValues(ConsolidationTypeEmpty)) }
+	before := failed()
+
+	if stepOn(t, ctrl, clk) || len(ctrl.waiting) != 2 {
+		t.Fatalf("first pass: %d commands waiting, want both empty nodes' commands waiting for the budget", len(ctrl.waiting))
+	}
+	drain(rec)
+	clk.Step(maxBudgetWait)
+	if stepOn(t, ctrl, clk) {
+		t.Fatal("a command started while the budget was held")
+	}
+	if len(ctrl.waiting) != 0 {
+		t.Fatalf("%d commands still waiting %s after their delay, want them dropped", len(ctrl.waiting), maxBudgetWait)
+	}
+	if n := failed() - before; n != 0 {
+		t.Errorf("%v failed validations counted for commands dropped while waiting for their budget, want 0", n)
+	}
+	if evs := matching(drain(rec), EventConsolidationRejected); len(evs) != 0 {
+		t.Errorf("events say the commands were rejected: %q", evs)
+	}
+	if stepOn(t, ctrl, clk); len(ctrl.waiting) != 2 {
+		t.Errorf("the next pass has %d commands waiting, want both chosen again", len(ctrl.waiting))
 	}
 }
