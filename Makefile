@@ -74,13 +74,13 @@ UNIT_PACKAGES = $$(hack/unit-packages.sh)
 .PHONY: test
 # The unit and integration packages run once, under the race detector (linking every test
 # binary twice, with and without -race, was most of CI's time), and the e2e suites alongside
-# them (hack/test.sh: each phase leaves the other's idle time to fill).
+# them (hack/test.sh).
 # The unit and integration results are cached by go test: a package reruns when its code,
 # its dependencies (go.mod pins the tools its integration tests start) or the files and
 # environment it reads change; -count=1 for the e2e suites: they run bin/ binaries the test
 # cache cannot see, so a cached pass could hide a regression in them.
 # TEST_FLAGS="-timeout 30m -count=1" reruns everything.
-test: tools build ## Unit and integration tests under the race detector, then the e2e suites (what CI runs); integration and e2e tests start real clusters on 127.0.0.1
+test: tools build ## Unit and integration tests under the race detector, and the e2e suites alongside them (what CI runs); integration and e2e tests start real clusters on 127.0.0.1
 	GO="$(GO)" TEST_LDFLAGS="$(TEST_LDFLAGS)" TEST_FLAGS="$(TEST_FLAGS)" E2E_PARALLEL="$(E2E_PARALLEL)" \
 		E2E_PACKAGES="$(E2E_PACKAGES)" hack/test.sh
 

@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # make test: the unit and integration packages under the race detector and the e2e suites, at
-# the same time. Both mostly wait (integration tests and e2e suites on their clusters, the
-# race phase's last packages alone on one core), so running them together fills the cores
-# each leaves idle: on a cold cache the two phases took 12 and 10 minutes one after the other.
+# the same time, so the e2e suites' waits on their clusters overlap the race phase (on a cold
+# cache: 21.3 minutes together against 22.4 one after the other; docs/benchmarks.md).
 # The e2e suites' output goes to a file, printed once the unit packages are done, so the two
 # never interleave. Exits non-zero when either fails.
 #

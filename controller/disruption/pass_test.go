@@ -10,13 +10,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/internal/testpods"
 )
 
 // stepOn runs one pass, stepping clk past every validation delay it waits.
@@ -351,18 +351,6 @@ func TestDryRunChoosesAsThePassDoes(t *testing.T) {
 	}
 }
 
-// soloOnItsNode is a pod that keeps off every node with another solo pod (required hostname
-// anti-affinity): it can only leave its node for a new one.
-func soloOnItsNode(p *corev1.Pod) {
-	p.Labels["solo"] = "true"
-	p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
-		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
-			TopologyKey:   corev1.LabelHostname,
-			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"solo": "true"}},
-		}},
-	}}
-}
-
 // TestPassChoosesReplacingCommandsTogether: four large nodes, each with one small pod that
 // keeps a node to itself, so each can only be replaced by a smaller node. Under a budget of
 // one node the pass chooses the four replacements at once, as it does commands that only
@@ -375,7 +363,8 @@ func TestPassChoosesReplacingCommandsTogether(t *testing.T) {
 	names := []string{"a", "b", "c", "d"}
 	for _, n := range names {
 		objs = append(objs, pair(testNode(n, "default", typed(its, "large", "on-demand")))...)
-		objs = append(objs, testPod("p"+n, "node-"+n, soloOnItsNode))
+		// Each pod keeps a node to itself: it can only leave its node for a new one.
+		objs = append(objs, testPod("p"+n, "node-"+n, labelled("app", "solo"), podOption(testpods.AntiAffine(corev1.LabelHostname, "solo"))))
 	}
 	cluster, _ := loadCluster(t, objs...)
 	methods := GracefulMethods(Consolidation{Simulator: newSolverSimulator(t, its), InstanceTypes: benchTypes(its)})
