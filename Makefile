@@ -86,7 +86,8 @@ test: tools build ## Unit and integration tests under the race detector, and the
 
 .PHONY: test-race
 test-race: tools ## Only the unit and integration tests, under the race detector
-	$(GO) test -race -count=1 $(TEST_LDFLAGS) $(TEST_FLAGS) $(UNIT_PACKAGES)
+	GO="$(GO)" hack/vet.sh
+	$(GO) test -race -vet=off -count=1 $(TEST_LDFLAGS) $(TEST_FLAGS) $(UNIT_PACKAGES)
 
 LOCALCLUSTER := .local/bin/localcluster
 # joinery's cloud provider on the local cluster: kwok, or aws (the AWS emulator).

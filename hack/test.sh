@@ -5,20 +5,25 @@
 # The e2e suites' output goes to a file, printed once the unit packages are done, so the two
 # never interleave. Exits non-zero when either fails.
 #
+# go vet runs first, once for both (hack/vet.sh; after make verify, a cache hit), and the tests
+# with -vet=off: go test's own vet would analyse every dependency again, twice.
+#
 # Environment (the Makefile sets it): GO, TEST_LDFLAGS, TEST_FLAGS, E2E_PARALLEL, E2E_PACKAGES.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 go=${GO:-go}
 
+GO="$go" hack/vet.sh || { echo "make test failed: go vet found problems" >&2; exit 1; }
+
 e2e_log=$(mktemp)
 trap 'rm -f "$e2e_log"' EXIT
 # shellcheck disable=SC2086 # the flag and package lists are word lists
-$go test -count=1 -p "${E2E_PARALLEL:-3}" ${TEST_LDFLAGS:-} ${TEST_FLAGS:-} ${E2E_PACKAGES:-./e2e/...} >"$e2e_log" 2>&1 &
+$go test -count=1 -vet=off -p "${E2E_PARALLEL:-3}" ${TEST_LDFLAGS:-} ${TEST_FLAGS:-} ${E2E_PACKAGES:-./e2e/...} >"$e2e_log" 2>&1 &
 e2e=$!
 echo "e2e suites started in the background (pid $e2e); their output follows the unit packages'"
 
 # shellcheck disable=SC2046,SC2086
-$go test -race ${TEST_LDFLAGS:-} ${TEST_FLAGS:-} $(hack/unit-packages.sh)
+$go test -race -vet=off ${TEST_LDFLAGS:-} ${TEST_FLAGS:-} $(hack/unit-packages.sh)
 unit_status=$?
 
 echo "--- e2e suites"
