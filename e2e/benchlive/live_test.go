@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -56,6 +57,7 @@ type result struct {
 	load           string // 1-minute load average when the workload was applied
 	allRunning     time.Duration
 	lastCreated    time.Duration // apply → last pod created
+	lastToRunning  time.Duration // last pod created → all Running
 	p50, p99       time.Duration // pod created → Running
 	created        int           // NodeClaims created during the scale-up
 	nodes          int           // NodeClaims at the end
@@ -87,16 +89,35 @@ func TestLive(t *testing.T) {
 			only[name] = true
 		}
 	}
+	runs := 1
+	if v := os.Getenv(runsEnv); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("%s=%q: want a positive number of runs", runsEnv, v)
+		}
+		runs = n
+	}
 	var results []result
 	for _, w := range workloads {
 		if len(only) > 0 && !only[w.name] {
 			continue
 		}
-		t.Run(w.name, func(t *testing.T) {
-			r := runWorkload(t, w)
-			results = append(results, r)
-			t.Logf("%+v", r)
-		})
+		var runsOf []result
+		for i := 1; i <= runs; i++ {
+			name := w.name
+			if runs > 1 {
+				name = fmt.Sprintf("%s/run-%d", w.name, i)
+			}
+			t.Run(name, func(t *testing.T) {
+				r := runWorkload(t, w)
+				runsOf = append(runsOf, r)
+				t.Logf("%+v", r)
+			})
+		}
+		results = append(results, runsOf...)
+		if len(runsOf) > 1 {
+			results = append(results, medianOf(runsOf))
+		}
 	}
 	table := markdown(results)
 	fmt.Println(table)
@@ -157,6 +178,7 @@ func runWorkload(t *testing.T, w workload) result {
 		r.usage[comp] = procUsage{cpuSeconds: after[comp].cpuSeconds - before[comp].cpuSeconds, peakRSSMiB: after[comp].peakRSSMiB}
 	}
 	r.lastCreated, r.p50, r.p99 = pods.latencies(begin)
+	r.lastToRunning = max(r.allRunning-r.lastCreated, 0)
 	r.created = claims.count()
 	end := listClaims(t, c)
 	r.nodes, r.price = len(end), priceOf(t, c, end)
@@ -627,6 +649,62 @@ func usage(t *testing.T, env *framework.Env) map[localcluster.Component]procUsag
 
 func seconds(d time.Duration) string { return fmt.Sprintf("%.1f", d.Seconds()) }
 
+// medianOf is one row of the runs' medians, column by column: each figure is its own
+// median, so the row need not be one run. Its workload is marked as such, its trace left out.
+func medianOf(runs []result) result {
+	med := func(get func(result) float64) float64 {
+		v := make([]float64, len(runs))
+		for i, r := range runs {
+			v[i] = get(r)
+		}
+		slices.Sort(v)
+		if n := len(v); n%2 == 0 {
+			return (v[n/2-1] + v[n/2]) / 2
+		}
+		return v[len(v)/2]
+	}
+	dur := func(get func(result) time.Duration) time.Duration {
+		return time.Duration(med(func(r result) float64 { return float64(get(r)) }))
+	}
+	count := func(get func(result) int) int {
+		return int(math.Round(med(func(r result) float64 { return float64(get(r)) })))
+	}
+	first := runs[0]
+	m := result{
+		workload:       fmt.Sprintf("%s (median of %d)", first.workload, len(runs)),
+		pods:           first.pods,
+		allRunning:     dur(func(r result) time.Duration { return r.allRunning }),
+		lastCreated:    dur(func(r result) time.Duration { return r.lastCreated }),
+		lastToRunning:  dur(func(r result) time.Duration { return r.lastToRunning }),
+		p50:            dur(func(r result) time.Duration { return r.p50 }),
+		p99:            dur(func(r result) time.Duration { return r.p99 }),
+		created:        count(func(r result) int { return r.created }),
+		nodes:          count(func(r result) int { return r.nodes }),
+		price:          med(func(r result) float64 { return r.price }),
+		empty:          count(func(r result) int { return r.empty }),
+		underUsed:      count(func(r result) int { return r.underUsed }),
+		leastShare:     med(func(r result) float64 { return r.leastShare }),
+		offlineClaims:  first.offlineClaims,
+		offlinePrice:   first.offlinePrice,
+		settled:        dur(func(r result) time.Duration { return r.settled }),
+		settledNodes:   count(func(r result) int { return r.settledNodes }),
+		settledPrice:   med(func(r result) float64 { return r.settledPrice }),
+		settledCreated: count(func(r result) int { return r.settledCreated }),
+		usage:          map[localcluster.Component]procUsage{},
+	}
+	m.load = strconv.FormatFloat(med(func(r result) float64 {
+		l, _ := strconv.ParseFloat(r.load, 64)
+		return l
+	}), 'f', 2, 64)
+	for _, c := range measured {
+		m.usage[c] = procUsage{
+			cpuSeconds: med(func(r result) float64 { return r.usage[c].cpuSeconds }),
+			peakRSSMiB: med(func(r result) float64 { return r.usage[c].peakRSSMiB }),
+		}
+	}
+	return m
+}
+
 // markdown renders the results as docs/benchmarks.md's table.
 func markdown(results []result) string {
 	var b strings.Builder
@@ -644,13 +722,15 @@ func markdown(results []result) string {
 			down = fmt.Sprintf("%s, %d, %.2f, %d", seconds(r.settled), r.settledNodes, r.settledPrice, r.settledCreated)
 		}
 		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s / %s | %d | %d | %.2f | %d | %d (%.0f) | %d, %.2f | %s | %s | %s | %s |\n",
-			r.workload, r.pods, r.load, seconds(r.allRunning), seconds(r.lastCreated), seconds(max(r.allRunning-r.lastCreated, 0)), seconds(r.p50), seconds(r.p99),
+			r.workload, r.pods, r.load, seconds(r.allRunning), seconds(r.lastCreated), seconds(r.lastToRunning), seconds(r.p50), seconds(r.p99),
 			r.created, r.nodes, r.price, r.empty, r.underUsed, 100*r.leastShare, r.offlineClaims, r.offlinePrice,
 			cell(localcluster.JoineryScheduler), cell(localcluster.JoineryController), cell("kube-apiserver"), down)
 	}
 	b.WriteString("\n")
 	for _, r := range results {
-		fmt.Fprintf(&b, "- %s: %s\n", r.workload, r.trace)
+		if r.trace != "" {
+			fmt.Fprintf(&b, "- %s: %s\n", r.workload, r.trace)
+		}
 	}
 	return b.String()
 }

@@ -14,3 +14,7 @@ const outEnv = "JOINERY_BENCH_LIVE_OUT"
 
 // onlyEnv, if set, runs only the workloads whose names it lists (comma-separated).
 const onlyEnv = "JOINERY_BENCH_LIVE_ONLY"
+
+// runsEnv, if set, runs every workload that many times, each on a fresh cluster, and adds a
+// row of the medians per workload: one run on a shared machine is an anecdote.
+const runsEnv = "JOINERY_BENCH_LIVE_RUNS"

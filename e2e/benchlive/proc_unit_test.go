@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/joinery-dev/joinery/internal/localcluster"
 )
 
 // TestReadUsage reads this process's own figures: the parser must find both.
@@ -67,5 +69,52 @@ scheduler_queue_incoming_pods_total{event="PodAdd",queue="active"} 12
 	want := "joinery-scheduler API requests PATCH 5, POST 4; client-side rate-limiter wait 1.5 s over 9 requests; scheduling attempts 12, activated by the plugin 4; queue moves by event: PodAdd 12, ForceActivate 4"
 	if got != want {
 		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// TestMedianOf takes each column's own median: the middle run for an odd count, the mean of
+// the two middle runs for an even one, and keeps the workload's fixed figures.
+func TestMedianOf(t *testing.T) {
+	run := func(load string, running time.Duration, claims int, schedCPU float64) result {
+		return result{
+			workload: "w", pods: 500, load: load, allRunning: running, created: claims,
+			offlineClaims: 4, offlinePrice: 1.43,
+			usage: map[localcluster.Component]procUsage{localcluster.JoineryScheduler: {cpuSeconds: schedCPU}},
+		}
+	}
+	for _, tc := range []struct {
+		name        string
+		runs        []result
+		wantLoad    string
+		wantRunning time.Duration
+		wantClaims  int
+		wantCPU     float64
+	}{
+		{
+			name:     "odd",
+			runs:     []result{run("3.00", 40*time.Second, 9, 5), run("1.00", 30*time.Second, 4, 7), run("2.00", 50*time.Second, 5, 6)},
+			wantLoad: "2.00", wantRunning: 40 * time.Second, wantClaims: 5, wantCPU: 6,
+		},
+		{
+			name:     "even",
+			runs:     []result{run("1.00", 30*time.Second, 4, 4), run("2.00", 40*time.Second, 6, 5)},
+			wantLoad: "1.50", wantRunning: 35 * time.Second, wantClaims: 5, wantCPU: 4.5,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := medianOf(tc.runs)
+			if m.load != tc.wantLoad || m.allRunning != tc.wantRunning || m.created != tc.wantClaims {
+				t.Errorf("median load %s, all Running %s, NodeClaims %d; want %s, %s, %d", m.load, m.allRunning, m.created, tc.wantLoad, tc.wantRunning, tc.wantClaims)
+			}
+			if got := m.usage[localcluster.JoineryScheduler].cpuSeconds; got != tc.wantCPU {
+				t.Errorf("median joinery-scheduler CPU %v, want %v", got, tc.wantCPU)
+			}
+			if m.pods != 500 || m.offlineClaims != 4 || m.offlinePrice != 1.43 {
+				t.Errorf("fixed figures changed: %+v", m)
+			}
+			if !strings.Contains(m.workload, "median of") {
+				t.Errorf("workload %q does not say it is a median", m.workload)
+			}
+		})
 	}
 }
