@@ -58,13 +58,6 @@ generate: ## Generate deepcopy functions, the CRDs in manifests/crds (copied int
 verify: generate ## Fail when generated files are stale, code is not gofmt'ed, go vet complains, an import breaks the layout's rules or the tree is dirty
 	hack/verify.sh
 
-# make verify's checks on the files as they are, without regenerating them: .ci/run runs make
-# generate, then these alongside make build (regenerating would rewrite files go build reads).
-# Through make, so they run with the GOFLAGS above, as make test does.
-.PHONY: verify-checks
-verify-checks:
-	hack/verify.sh
-
 # e2e suites run at once: each starts its own local cluster and mostly waits on it, so more
 # suites than cores keep the machine busy (go test's default -p is the number of cores).
 E2E_PARALLEL ?= 3
