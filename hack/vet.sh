@@ -15,7 +15,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 go=${GO:-go}
 
+packages=$($go list ./...)
 # shellcheck disable=SC2046 # package lists are word lists
-$go vet -race $($go list ./... | grep -v /hack/tools/)
+$go vet -race $(grep -v /hack/tools/ <<<"$packages")
 # shellcheck disable=SC2046
-$go vet $($go list ./... | grep /hack/tools/)
+$go vet $(grep /hack/tools/ <<<"$packages")
