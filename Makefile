@@ -117,14 +117,16 @@ e2e: tools build ## Run the e2e suites on the local cluster, or on the cluster K
 # The live benchmark (e2e/benchlive): each workload on a fresh local cluster, one after the
 # other; prints a markdown table (BENCH_LIVE_OUT also gets it). Not part of `make test`.
 # BENCH_LIVE_ONLY=zone-spread-500 runs only the named workloads (comma-separated);
-# BENCH_LIVE_RUNS=3 runs each three times and adds a row of the medians.
+# BENCH_LIVE_RUNS=3 runs each three times and adds a row of the medians; BENCH_LIVE_PROFILE=dir
+# writes a CPU profile of joinery-scheduler over each scale-up there.
 BENCH_LIVE_OUT ?=
 BENCH_LIVE_ONLY ?=
 BENCH_LIVE_RUNS ?= 1
+BENCH_LIVE_PROFILE ?=
 .PHONY: bench-live
 bench-live: tools build ## Run the live benchmark: time to Running, NodeClaims, cost per hour and the components' CPU and memory per workload
 	JOINERY_BENCH_LIVE=1 JOINERY_BENCH_LIVE_OUT="$(BENCH_LIVE_OUT)" JOINERY_BENCH_LIVE_ONLY="$(BENCH_LIVE_ONLY)" \
-		JOINERY_BENCH_LIVE_RUNS="$(BENCH_LIVE_RUNS)" \
+		JOINERY_BENCH_LIVE_RUNS="$(BENCH_LIVE_RUNS)" JOINERY_BENCH_LIVE_PROFILE="$(BENCH_LIVE_PROFILE)" \
 		$(GO) test -count=1 -timeout $$((90 * $(BENCH_LIVE_RUNS)))m -v -run '^TestLive$$' ./e2e/benchlive/
 
 .PHONY: fuzz

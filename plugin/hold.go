@@ -117,7 +117,7 @@ func (p *Plugin) holdPin(ctx context.Context, uid types.UID, nodeClaim, rejected
 		klog.FromContext(ctx).V(2).Info("pod's node rejects it for good; planning it again",
 			"pod", p.refs[uid], "NodeClaim", klog.KRef("", nodeClaim), "rejectedBy", rejectedBy)
 		return ""
-	case !p.holds.rejectedWithPlan(uid, rejectedBy, p.waits):
+	case !p.holds.rejectedWithPlan(uid, rejectedBy, p.waits) && !p.slots.replicasComing(uid, p.clock.Now()):
 		klog.FromContext(ctx).V(2).Info("no other pod of the plan can still move it on; planning the pod again",
 			"pod", p.refs[uid], "NodeClaim", klog.KRef("", nodeClaim), "rejectedBy", rejectedBy)
 		return ""
@@ -128,6 +128,10 @@ func (p *Plugin) holdPin(ctx context.Context, uid types.UID, nodeClaim, rejected
 		// Retry the pod when the hold runs out, so it is planned again even if nothing else
 		// in the cluster moves.
 		p.clock.AfterFunc(p.args.PlanHoldDuration.Duration, func() { p.activateUIDs(ctx, uid) })
+		if _, took := p.slots.takenBy[uid]; took && replicaSlotTTL < p.args.PlanHoldDuration.Duration {
+			// Held for replicas still to come: look again when their slots expire.
+			p.clock.AfterFunc(replicaSlotTTL, func() { p.activateUIDs(ctx, uid) })
+		}
 		klog.FromContext(ctx).V(2).Info("pod keeps its pin while its plan is realised",
 			"pod", p.refs[uid], "NodeClaim", klog.KRef("", nodeClaim), "rejectedBy", rejectedBy)
 	}

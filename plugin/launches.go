@@ -176,6 +176,18 @@ func (t *launchTracker) expectWritten(nodeClaim string, pods []types.UID) {
 	t.written[nodeClaim].Insert(pods...)
 }
 
+// abandonWrite forgets the expected write of pod to nodeClaim: it failed.
+func (t *launchTracker) abandonWrite(nodeClaim string, pod types.UID) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if want, ok := t.written[nodeClaim]; ok {
+		want.Delete(pod)
+		if want.Len() == 0 {
+			delete(t.written, nodeClaim)
+		}
+	}
+}
+
 // observeWrites records nc's planned pods as the informer shows them and clears the writes to
 // nc it now shows.
 func (t *launchTracker) observeWrites(nc *karpv1.NodeClaim) {

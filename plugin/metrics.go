@@ -50,6 +50,14 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"profile"})
 
+	replicaSlotsTaken = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      "joinery",
+		Subsystem:      "provisioner",
+		Name:           "replica_slots_taken_total",
+		Help:           "Replicas that, once their workload created them, took the place a batch had planned for them on a NodeClaim before they existed (planMissingReplicas). Labelled by scheduler profile.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"profile"})
+
 	// Karpenter's scheduler metrics, for the provisioning solver.
 	schedulingDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
 		Namespace: "karpenter", Subsystem: "scheduler", Name: "scheduling_duration_seconds",
@@ -133,7 +141,7 @@ var registerMetrics sync.Once
 // plugin factory calls it; calling it again does nothing.
 func RegisterMetrics() {
 	registerMetrics.Do(func() {
-		legacyregistry.MustRegister(solverPanics, planTimeouts, plannedPodsRestored, podsRetried, missingReplicas,
+		legacyregistry.MustRegister(solverPanics, planTimeouts, plannedPodsRestored, podsRetried, missingReplicas, replicaSlotsTaken,
 			schedulingDuration, queueDepth, unfinishedWork, ignoredPods, unschedulablePods, pendingPodsByZone, nodeClaimsCreated,
 			podSchedulingDecision, podUndecided, podProvisioningBound, podProvisioningUnbound, podProvisioningStartup, podProvisioningUnstarted)
 	})

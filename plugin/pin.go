@@ -16,12 +16,23 @@ var _ fwk.PreFilterPlugin = &Plugin{}
 // another pod, which then finds its own node taken and buys more capacity while the node
 // planned for the first stands empty. Until the node registers, the pod is not schedulable at
 // all; once it is initialized and the pod still does not fit, PostFilter plans it again.
+//
+// A replica that arrives while a NodeClaim holds a place planned for it before it existed
+// takes that place and waits for it the same way (slots.go).
 func (p *Plugin) PreFilter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	nodeClaim, node, ok := p.pinOf(pod.UID)
+	var virtual types.UID
+	if !ok {
+		nodeClaim, virtual, ok = p.takeSlot(pod)
+		node = p.launches.nodeOf(nodeClaim)
+	}
+	p.mu.Unlock()
 	if !ok {
 		return nil, nil
+	}
+	if virtual != "" {
+		p.slotTaken(p.ctx, pod, nodeClaim, virtual)
 	}
 	if node == "" {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, waitingMessage(nodeClaim))

@@ -65,6 +65,9 @@ type Plugin struct {
 	refs          map[types.UID]types.NamespacedName // unassigned pods seen, to activate them by UID
 	quarantined   map[types.UID]time.Time            // pods of a batch whose planning panicked, until when
 
+	// slots are the places batches planned for replicas not created yet (slots.go).
+	slots *slotBook
+
 	// holds keeps the pins their nodes rejected and the plans that decide how long (holds.go).
 	holds *holdBook
 	// launches follows the NodeClaims: their nodes, their planned-pods annotations and this
@@ -124,6 +127,7 @@ func newPlugin(ctx context.Context, args ProvisionerArgs, profile string, deps d
 		batcher:       NewBatcher(deps.clock, args.BatchIdleDuration.Duration, args.BatchMaxDuration.Duration),
 		pending:       newPendingSet(),
 		waits:         newWaitBook(),
+		slots:         newSlotBook(),
 		unschedulable: map[types.UID]string{},
 		refs:          map[types.UID]types.NamespacedName{},
 		launches:      newLaunchTracker(),
@@ -199,6 +203,7 @@ func (p *Plugin) admit(ctx context.Context, pod *corev1.Pod, reasons, rejectedBy
 		p.waits.forgetPod(pod.UID)
 		retry = p.holds.unpin(pod.UID)
 		p.holds.leavePlan(pod.UID)
+		p.declineSlots(pod.UID)
 	}
 	added := p.pending.add(pod, reasons, p.clock.Now())
 	if added {
@@ -302,6 +307,7 @@ func (p *Plugin) forget(ctx context.Context, uid types.UID) {
 	delete(p.quarantined, uid)
 	delete(p.unschedulable, uid)
 	delete(p.refs, uid)
+	p.slots.forgetPod(uid)
 	p.mu.Unlock()
 	p.activateUIDs(ctx, retry...)
 }

@@ -72,6 +72,7 @@ func (p *Plugin) publish(ctx context.Context, batch []*corev1.Pod, plan *simulat
 			"requests", created.Spec.Resources.Requests,
 			"instance-types", formatInstanceTypes(instanceTypes(created)))
 		p.nominate(planID, created.Name, pods)
+		p.recordSlots(created, planID, virtual)
 	}
 
 	byUID := make(map[types.UID]*corev1.Pod, len(batch))

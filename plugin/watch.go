@@ -169,6 +169,7 @@ func (p *Plugin) release(ctx context.Context, nodeClaim string) {
 	p.mu.Lock()
 	// Under p.mu with the waits: a pod seen meanwhile is not adopted by a claim just dropped.
 	p.launches.dropClaims(nodeClaim)
+	p.slots.dropNodeClaim(nodeClaim)
 	uids := p.waits.forgetNodeClaim(nodeClaim)
 	// Held pods of the same plans: one of their siblings will not arrive as planned.
 	retry := p.holds.unpin(uids...)

@@ -147,6 +147,21 @@ func AddPlannedPods(nodeClaim *karpv1.NodeClaim, uids ...types.UID) bool {
 	return true
 }
 
+// RemovePlannedPods removes uids from nodeClaim's PlannedPodsAnnotationKey and reports
+// whether the annotation changed.
+func RemovePlannedPods(nodeClaim *karpv1.NodeClaim, uids ...types.UID) bool {
+	before := PlannedPods(nodeClaim)
+	kept := slices.DeleteFunc(slices.Clone(before), func(uid types.UID) bool { return slices.Contains(uids, uid) })
+	if len(kept) == len(before) {
+		return false
+	}
+	delete(nodeClaim.Annotations, PlannedPodsAnnotationKey)
+	if len(kept) > 0 {
+		AddPlannedPods(nodeClaim, kept...)
+	}
+	return true
+}
+
 // PlannedRequestsAnnotationKey records, on a NodeClaim, the resources its planned pods and
 // their daemons request together (a JSON resource list), once pods were planned onto it after
 // it was created. A NodeClaim's spec is immutable, so its spec requests count only the pods it

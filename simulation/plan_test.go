@@ -58,6 +58,39 @@ func TestPlannedPodsAnnotation(t *testing.T) {
 	}
 }
 
+// TestRemovePlannedPods: a replica that takes the place planned for it replaces its virtual
+// pod in the annotation; removing the last pod removes the annotation.
+func TestRemovePlannedPods(t *testing.T) {
+	cases := []struct {
+		name        string
+		annotation  string
+		remove      []types.UID
+		wantValue   string
+		wantPresent bool
+		wantChanged bool
+	}{
+		{name: "one of three", annotation: "a,b,c", remove: []types.UID{"b"}, wantValue: "a,c", wantPresent: true, wantChanged: true},
+		{name: "not listed", annotation: "a,c", remove: []types.UID{"b"}, wantValue: "a,c", wantPresent: true},
+		{name: "the last one", annotation: "a", remove: []types.UID{"a"}, wantChanged: true},
+		{name: "no annotation", remove: []types.UID{"a"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			nc := &karpv1.NodeClaim{}
+			if tc.annotation != "" {
+				nc.Annotations = map[string]string{PlannedPodsAnnotationKey: tc.annotation}
+			}
+			if changed := RemovePlannedPods(nc, tc.remove...); changed != tc.wantChanged {
+				t.Errorf("changed = %v, want %v", changed, tc.wantChanged)
+			}
+			got, present := nc.Annotations[PlannedPodsAnnotationKey]
+			if got != tc.wantValue || present != tc.wantPresent {
+				t.Errorf("annotation %q (present %v), want %q (present %v)", got, present, tc.wantValue, tc.wantPresent)
+			}
+		})
+	}
+}
+
 func TestPlannedRequests(t *testing.T) {
 	list := func(cpu, memory string) corev1.ResourceList {
 		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}

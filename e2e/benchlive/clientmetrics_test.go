@@ -7,9 +7,12 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"testing"
 
 	"k8s.io/client-go/rest"
 
@@ -39,6 +42,58 @@ func schedulerClientUse(ctx context.Context, env *framework.Env) (string, error)
 		return "", fmt.Errorf("scheduler metrics: %s", resp.Status)
 	}
 	return clientUse(resp.Body)
+}
+
+// profileSeconds is how long a scale-up's CPU profile runs: past every workload's all Running.
+const profileSeconds = 60
+
+// profileScheduler starts a CPU profile of joinery-scheduler (kube-scheduler's
+// /debug/pprof/profile on its secure port) and returns a func that waits for it and writes
+// it to path. A failure is logged, not fatal: the profile is a diagnosis, not a result.
+func profileScheduler(t *testing.T, env *framework.Env, path string) (wait func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := fetchProfile(t.Context(), env, path); err != nil {
+			t.Logf("CPU profile of joinery-scheduler: %v", err)
+		}
+	}()
+	return func() { <-done }
+}
+
+func fetchProfile(ctx context.Context, env *framework.Env, path string) error {
+	cfg := rest.CopyConfig(env.RESTConfig)
+	cfg.TLSClientConfig.Insecure, cfg.TLSClientConfig.CAData, cfg.TLSClientConfig.CAFile = true, nil, ""
+	transport, err := rest.TransportFor(cfg)
+	if err != nil {
+		return err
+	}
+	url := strings.TrimSuffix(env.Cluster.SchedulerMetricsURL(), "/metrics") + fmt.Sprintf("/debug/pprof/profile?seconds=%d", profileSeconds)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := (&http.Client{Transport: transport}).Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // clientUse summarises rest_client_requests_total by method, the sum of

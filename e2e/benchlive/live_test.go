@@ -157,6 +157,10 @@ func runWorkload(t *testing.T, w workload) result {
 	claims := watchNodeClaims(t, c)
 	before := usage(t, env)
 	r := result{workload: w.name, load: loadAverage()}
+	if dir := os.Getenv(profileEnv); dir != "" {
+		profiled := profileScheduler(t, env, filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "-")+".pprof"))
+		defer profiled()
+	}
 	for _, d := range w.deployments {
 		r.pods += int(d.replicas)
 	}
@@ -468,14 +472,27 @@ func emptyClaims(t *testing.T, env *framework.Env, claims []*karpv1.NodeClaim) i
 		t.Fatalf("list pods: %v", err)
 	}
 	used := map[string]bool{}
+	byUID := map[types.UID]corev1.Pod{}
 	for _, pod := range list.Items {
 		used[pod.Spec.NodeName] = true
+		byUID[pod.UID] = pod
 	}
 	empty := 0
 	for _, nc := range claims {
-		if nc.Status.NodeName == "" || !used[nc.Status.NodeName] {
-			empty++
+		if nc.Status.NodeName != "" && used[nc.Status.NodeName] {
+			continue
 		}
+		empty++
+		// Where the pods planned onto it went: the trace of why it is empty.
+		var planned []string
+		for _, uid := range simulation.PlannedPods(nc) {
+			if pod, ok := byUID[uid]; ok {
+				planned = append(planned, pod.Name+" on "+pod.Spec.NodeName)
+			} else {
+				planned = append(planned, string(uid)+" (no such pod)")
+			}
+		}
+		t.Logf("empty NodeClaim %s (%s, node %q): planned pods %v", nc.Name, nc.Labels[corev1.LabelInstanceTypeStable], nc.Status.NodeName, planned)
 	}
 	return empty
 }

@@ -15,6 +15,10 @@ const outEnv = "JOINERY_BENCH_LIVE_OUT"
 // onlyEnv, if set, runs only the workloads whose names it lists (comma-separated).
 const onlyEnv = "JOINERY_BENCH_LIVE_ONLY"
 
+// profileEnv, if set, names a directory that gets a CPU profile of joinery-scheduler over
+// each scale-up (<workload>[-run-N].pprof, for `go tool pprof`).
+const profileEnv = "JOINERY_BENCH_LIVE_PROFILE"
+
 // runsEnv, if set, runs every workload that many times, each on a fresh cluster, and adds a
 // row of the medians per workload: one run on a shared machine is an anecdote.
 const runsEnv = "JOINERY_BENCH_LIVE_RUNS"

@@ -97,15 +97,15 @@ func MissingReplicas(workloads []Workload, limit int) []*corev1.Pod {
 				replicaSpec = spec.DeepCopy()
 				replicaSpec.Volumes = append(replicaSpec.Volumes, r.Volumes...)
 			}
-			pods = append(pods, virtualPod(fmt.Sprintf("%s-missing-%d", owner.Name, r.Index), w.Namespace, replicaUID(owner.UID, r.Index), labels,
+			pods = append(pods, virtualPod(fmt.Sprintf("%s-missing-%d", owner.Name, r.Index), w.Namespace, ReplicaUID(owner.UID, r.Index), labels,
 				map[string]string{ReplicaAnnotationKey: value}, owner, replicaSpec))
 		}
 	}
 	return pods
 }
 
-// replicaUID derives a missing replica's UID from the workload's UID and a replica index, in a
+// ReplicaUID derives a missing replica's UID from the workload's UID and a replica index, in a
 // name space apart from the buffers' (uid).
-func replicaUID(workload types.UID, index int) types.UID {
+func ReplicaUID(workload types.UID, index int) types.UID {
 	return derivedUID(fmt.Sprintf("joinery.dev/missing-replica/%s/%d", workload, index))
 }

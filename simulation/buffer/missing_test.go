@@ -105,7 +105,7 @@ func TestMissingReplicasWithIdentity(t *testing.T) {
 	}
 	for i, want := range []int{2, 4} {
 		p := pods[i]
-		if p.Name != fmt.Sprintf("db-missing-%d", want) || p.UID != replicaUID(w.Ref.UID, want) || !IsVirtual(p) {
+		if p.Name != fmt.Sprintf("db-missing-%d", want) || p.UID != ReplicaUID(w.Ref.UID, want) || !IsVirtual(p) {
 			t.Errorf("pod %d: %s %s virtual %v, want replica %d's", i, p.Name, p.UID, IsVirtual(p), want)
 		}
 	}

@@ -41,7 +41,7 @@ func IsVirtual(pod *corev1.Pod) bool {
 		return ok && pod.UID == uid(owner.UID, index)
 	}
 	_, ok := pod.Annotations[ReplicaAnnotationKey]
-	return ok && pod.UID == replicaUID(owner.UID, index)
+	return ok && pod.UID == ReplicaUID(owner.UID, index)
 }
 
 func isBufferRef(owner *metav1.OwnerReference) bool {

@@ -251,6 +251,9 @@ func (e *env) create(t *testing.T, ns string, obj client.Object) {
 	case *karpv1.NodeClaim:
 		withStatus = len(want.Status.Conditions) > 0 || len(want.Status.Capacity) > 0
 		obj.(*karpv1.NodeClaim).Status = want.Status
+	case *corev1.Node:
+		withStatus = len(want.Status.Allocatable) > 0
+		obj.(*corev1.Node).Status = want.Status
 	case *corev1.PersistentVolume:
 		withStatus = want.Status.Phase != ""
 		obj.(*corev1.PersistentVolume).Status = want.Status

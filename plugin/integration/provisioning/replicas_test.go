@@ -250,3 +250,133 @@ func TestMissingStatefulSetReplicaPlannedWhereItsClaimIs(t *testing.T) {
 		return true, "", nil
 	})
 }
+
+// TestReplicasTakeTheirSlotsOverARoomierNode (issue 24): a ReplicaSet of three replicas that
+// prefer a node each creates one pod, whose batch plans the two replicas not created yet as
+// well and buys their NodeClaims. A roomy node then registers, planned for nothing of theirs.
+// The two replicas that follow take the places planned for them — they wait for those
+// NodeClaims, whose planned-pods annotations list them instead of virtual pods — and land on
+// their nodes. Before, kube-scheduler bound them to the roomy node (free, and preferred by
+// LeastAllocated) and the NodeClaims bought for them ended with none of their pods.
+func TestReplicasTakeTheirSlotsOverARoomierNode(t *testing.T) {
+	e := testEnv(t)
+	ns := e.newNamespace(t)
+	e.create(t, ns, nodePool("default", requires(familyLabel, corev1.NodeSelectorOpIn, nil, "c5")))
+	replicas := int32(3)
+	replica := pod("template", "500m", "512Mi", labelled("app", "web"), testpods.PreferAntiAffine(100, corev1.LabelHostname, "web"))
+	rs, err := e.kube.AppsV1().ReplicaSets(ns).Create(t.Context(), &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-5d8f", Namespace: ns},
+		Spec: appsv1.ReplicaSetSpec{Replicas: &replicas, Selector: testpods.AppSelector("web"),
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: replica.Labels}, Spec: replica.Spec}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating the ReplicaSet: %v", err)
+	}
+	owner := *metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))
+	// No controller runs here: the test creates the ReplicaSet's pods, as it would.
+	replicaPods := func(from, n int) []*corev1.Pod {
+		var out []*corev1.Pod
+		for i := from; i < from+n; i++ {
+			p := &corev1.Pod{ObjectMeta: *rs.Spec.Template.ObjectMeta.DeepCopy(), Spec: *rs.Spec.Template.Spec.DeepCopy()}
+			p.Name = fmt.Sprintf("web-5d8f-%d", i)
+			p.OwnerReferences = []metav1.OwnerReference{owner}
+			out = append(out, p)
+		}
+		return e.createPlainPods(t, ns, out...)
+	}
+	e.startKubeScheduler(t, ns)
+	first := replicaPods(0, 1)
+
+	var claims []*karpv1.NodeClaim
+	pollUntil(t, "waiting for the first replica's batch to plan all three replicas", func(ctx context.Context) (bool, string, error) {
+		var err error
+		if claims, err = e.nodeClaims(ctx); err != nil {
+			return false, err.Error(), nil
+		}
+		onto := podsPlannedOnto(claims)
+		return onto[first[0].UID] != nil && len(onto) == 3, fmt.Sprintf("%d pods planned onto %d NodeClaims", len(onto), len(claims)), nil
+	})
+	names := sets.New[string]()
+	for _, nc := range claims {
+		names.Insert(nc.Name)
+	}
+
+	// A roomy node, and proof that kube-scheduler sees it: a pod of no workload binds there.
+	roomy := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: ns + "-roomy", Labels: map[string]string{
+			zone: "test-zone-a", corev1.LabelHostname: ns + "-roomy", corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64",
+		}},
+		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("256Gi"), corev1.ResourcePods: resource.MustParse("110"),
+		}},
+	}
+	e.create(t, ns, roomy)
+	// Registered and Ready: the not-ready taint the API server put on it is lifted.
+	roomy.Spec.Taints = nil
+	if err := e.client.Update(t.Context(), roomy); err != nil {
+		t.Fatalf("registering node %s: %v", roomy.Name, err)
+	}
+	canary := e.createPlainPods(t, ns, pod("canary", "100m", "128Mi"))[0]
+	pollUntil(t, "waiting for kube-scheduler to bind a pod of no workload to the roomy node", func(ctx context.Context) (bool, string, error) {
+		got, err := e.kube.CoreV1().Pods(ns).Get(t.Context(), canary.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return got.Spec.NodeName == roomy.Name, fmt.Sprintf("bound to %q; conditions %+v", got.Spec.NodeName, got.Status.Conditions), nil
+	})
+
+	all := append(first, replicaPods(1, 2)...)
+	pollUntil(t, "waiting for the later replicas to take the places planned for them", func(ctx context.Context) (bool, string, error) {
+		claims, err := e.nodeClaims(ctx)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		for _, nc := range claims {
+			if !names.Has(nc.Name) {
+				return false, "", fmt.Errorf("NodeClaim %s was added for the later replicas; %v were bought for them", nc.Name, sets.List(names))
+			}
+		}
+		for _, p := range all {
+			got, err := e.kube.CoreV1().Pods(ns).Get(ctx, p.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			if got.Spec.NodeName != "" {
+				return false, "", fmt.Errorf("replica %s was bound to %s instead of waiting for the NodeClaim planned for it", p.Name, got.Spec.NodeName)
+			}
+		}
+		onto := podsPlannedOnto(claims)
+		var real int
+		for _, p := range all {
+			if onto[p.UID] != nil {
+				real++
+			}
+		}
+		return real == len(all) && len(onto) == len(all), fmt.Sprintf("%d of %d replicas listed, %d entries in all", real, len(all), len(onto)), nil
+	})
+
+	for _, nc := range claims {
+		e.launchAndInitialize(t, nc)
+	}
+	pollUntil(t, "waiting for each replica to run on a node bought for the ReplicaSet", func(ctx context.Context) (bool, string, error) {
+		perNode := map[string]int{}
+		for _, p := range all {
+			got, err := e.kube.CoreV1().Pods(ns).Get(ctx, p.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			if got.Spec.NodeName == roomy.Name {
+				return false, "", fmt.Errorf("replica %s was bound to the roomy node", p.Name)
+			}
+			if got.Spec.NodeName != "" {
+				perNode[got.Spec.NodeName]++
+			}
+		}
+		for name := range names {
+			if perNode[name] == 0 {
+				return false, fmt.Sprintf("replicas per node %v; NodeClaim %s has none yet", perNode, name), nil
+			}
+		}
+		return true, "", nil
+	})
+}

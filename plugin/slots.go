@@ -1,0 +1,322 @@
+package plugin
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/simulation"
+	"github.com/joinery-dev/joinery/simulation/buffer"
+)
+
+// A batch plans the replicas its workloads have not created yet (missingReplicaPods) and
+// buys NodeClaims for them: each such replica is a slot on its NodeClaim, listed in the
+// planned-pods annotation under its virtual pod's UID. When the real replica arrives,
+// nothing holds it to that slot: kube-scheduler scores every node with room, and a roomy
+// node planned for other pods (LeastAllocated) wins over the small node bought for it, which
+// then ends with none of its pods. So a replica that arrives while its workload has a free
+// slot takes it: it waits for that NodeClaim as if a batch had planned it there (PreFilter
+// holds it), and the annotation lists it instead of its virtual pod, so the next batch counts
+// it there and plans the virtual pod no more. The real Filters still decide: a replica its
+// slot's node rejects is planned again like any pinned pod, and takes no other slot — except
+// that a rejection by a Filter that counts pods (a zone spread's skew) is held while replicas
+// are still to come and take the workload's other slots (holdPin), as it is while pods of its
+// plan are still on their way.
+
+// replicaSlotTTL bounds how long a slot waits for its replica. A controller creates a
+// scale-up's pods within seconds to a minute; a slot left after that (the workload was
+// scaled down meanwhile) must not pull a replica of a much later scale-up onto a node that
+// has filled since.
+const replicaSlotTTL = 2 * time.Minute
+
+// replicaSlot is the place a batch planned, on a NodeClaim, for one replica not created yet.
+type replicaSlot struct {
+	workload  types.UID // the controller's UID
+	nodeClaim string
+	zone      string // the NodeClaim's zone, "" when it may launch in several
+	plan      uint64 // the batch's plan, which the replica joins (holds)
+	expires   time.Time
+}
+
+// slotBook records the free replica slots by their virtual pods' UIDs, the workload of each
+// pod that took one, and the pods that may take none (they left a slot's pin, or a plan's).
+// It is not safe for concurrent use: the plugin's mu guards it.
+type slotBook struct {
+	slots      map[types.UID]replicaSlot
+	byWorkload map[types.UID]sets.Set[types.UID]
+	takenBy    map[types.UID]types.UID // pod → workload
+	declined   sets.Set[types.UID]
+}
+
+func newSlotBook() *slotBook {
+	return &slotBook{
+		slots:      map[types.UID]replicaSlot{},
+		byWorkload: map[types.UID]sets.Set[types.UID]{},
+		takenBy:    map[types.UID]types.UID{},
+		declined:   sets.New[types.UID](),
+	}
+}
+
+// add records the slot of the virtual pod uid.
+func (b *slotBook) add(uid types.UID, slot replicaSlot) {
+	b.remove(uid)
+	b.slots[uid] = slot
+	if b.byWorkload[slot.workload] == nil {
+		b.byWorkload[slot.workload] = sets.New[types.UID]()
+	}
+	b.byWorkload[slot.workload].Insert(uid)
+}
+
+func (b *slotBook) remove(uid types.UID) {
+	slot, ok := b.slots[uid]
+	if !ok {
+		return
+	}
+	delete(b.slots, uid)
+	b.byWorkload[slot.workload].Delete(uid)
+	if b.byWorkload[slot.workload].Len() == 0 {
+		delete(b.byWorkload, slot.workload)
+	}
+}
+
+// take removes and returns a free slot of workload for a replica: the slot of the virtual pod
+// want when it is set (a replica with an identity has exactly one), else one in the zone with
+// the most free slots of the workload, on the NodeClaim with the most of them there, by name
+// on a tie. The plan spread the replicas over zones and nodes as their constraints want; the
+// zone with the most free slots is the one furthest behind, so filling it first keeps a
+// zone spread's skew within bounds as the replicas arrive one by one. Expired slots are
+// dropped on the way.
+func (b *slotBook) take(workload types.UID, want types.UID, now time.Time) (types.UID, replicaSlot, bool) {
+	uids := b.free(workload, now)
+	if uids.Len() == 0 {
+		return "", replicaSlot{}, false
+	}
+	if want != "" {
+		slot, ok := b.slots[want]
+		if !ok || slot.workload != workload {
+			return "", replicaSlot{}, false
+		}
+		b.remove(want)
+		return want, slot, true
+	}
+	perZone, perNodeClaim := map[string]int{}, map[string]int{}
+	for uid := range uids {
+		perZone[b.slots[uid].zone]++
+		perNodeClaim[b.slots[uid].nodeClaim]++
+	}
+	best := slices.MinFunc(sets.List(uids), func(x, y types.UID) int {
+		sx, sy := b.slots[x], b.slots[y]
+		return cmp.Or(
+			cmp.Compare(perZone[sy.zone], perZone[sx.zone]),
+			cmp.Compare(perNodeClaim[sy.nodeClaim], perNodeClaim[sx.nodeClaim]),
+			strings.Compare(sx.nodeClaim, sy.nodeClaim),
+			strings.Compare(string(x), string(y)))
+	})
+	slot := b.slots[best]
+	b.remove(best)
+	return best, slot, true
+}
+
+// free returns workload's free slots, after dropping the expired ones.
+func (b *slotBook) free(workload types.UID, now time.Time) sets.Set[types.UID] {
+	for _, uid := range sets.List(b.byWorkload[workload]) {
+		if !now.Before(b.slots[uid].expires) {
+			b.remove(uid)
+		}
+	}
+	return b.byWorkload[workload]
+}
+
+// replicasComing reports whether pod took a slot and its workload has free slots left: more
+// of its replicas are still to come and take their places, and the Filters that count pods
+// (a spread's skew) may say otherwise once they have.
+func (b *slotBook) replicasComing(pod types.UID, now time.Time) bool {
+	workload, ok := b.takenBy[pod]
+	return ok && b.free(workload, now).Len() > 0
+}
+
+// forgetPod forgets that pod took a slot, and that it may take none: it is bound or gone.
+func (b *slotBook) forgetPod(pod types.UID) {
+	delete(b.takenBy, pod)
+	b.declined.Delete(pod)
+}
+
+// dropNodeClaim forgets the slots on nodeClaim (it is gone).
+func (b *slotBook) dropNodeClaim(nodeClaim string) {
+	for uid, slot := range b.slots {
+		if slot.nodeClaim == nodeClaim {
+			b.remove(uid)
+		}
+	}
+}
+
+// recordSlots records the missing replicas among pods, planned onto the new NodeClaim
+// nodeClaim by plan, as slots for their real replicas.
+func (p *Plugin) recordSlots(nc *karpv1.NodeClaim, plan uint64, pods []*corev1.Pod) {
+	expires := p.clock.Now().Add(replicaSlotTTL)
+	zone := nodeClaimZone(nc)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, pod := range pods {
+		if _, ok := pod.Annotations[buffer.ReplicaAnnotationKey]; !ok || !buffer.IsVirtual(pod) {
+			continue
+		}
+		if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
+			p.slots.add(pod.UID, replicaSlot{workload: ref.UID, nodeClaim: nc.Name, zone: zone, plan: plan, expires: expires})
+		}
+	}
+}
+
+// nodeClaimZone is the one zone nc may launch in, "" when it may launch in several.
+func nodeClaimZone(nc *karpv1.NodeClaim) string {
+	if zone, ok := nc.Labels[corev1.LabelTopologyZone]; ok {
+		return zone
+	}
+	for _, r := range nc.Spec.Requirements {
+		if r.Key == corev1.LabelTopologyZone && r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
+			return r.Values[0]
+		}
+	}
+	return ""
+}
+
+// takeSlot makes pod, which waits for no NodeClaim, take a free slot of its workload, and
+// returns the slot's NodeClaim and virtual pod; ok is false when it takes none. The caller
+// holds p.mu and writes the annotation (writeSlotTaken) once it has let go of it.
+func (p *Plugin) takeSlot(pod *corev1.Pod) (nodeClaim string, virtual types.UID, ok bool) {
+	if len(p.slots.slots) == 0 || p.slots.declined.Has(pod.UID) || !p.names.Has(pod.Spec.SchedulerName) || pod.DeletionTimestamp != nil {
+		return "", "", false
+	}
+	ref := metav1.GetControllerOfNoCopy(pod)
+	if ref == nil {
+		return "", "", false
+	}
+	want, identified := replicaIdentity(pod, ref)
+	if !identified {
+		return "", "", false
+	}
+	virtual, slot, ok := p.slots.take(ref.UID, want, p.clock.Now())
+	if !ok {
+		return "", "", false
+	}
+	p.refs[pod.UID] = types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+	p.slots.takenBy[pod.UID] = ref.UID
+	p.waits.assign(slot.nodeClaim, pod.UID)
+	p.holds.addToPlan(slot.plan, pod.UID)
+	p.pending.remove(pod.UID)
+	delete(p.unschedulable, pod.UID)
+	return slot.nodeClaim, virtual, true
+}
+
+// replicaIdentity returns the UID of the virtual pod that stands for pod when pod's
+// controller creates replicas with an identity (a StatefulSet's ordinal, an Indexed Job's
+// completion index), "" when any slot of the workload will do; identified is false when pod
+// should have an identity but it cannot be read.
+func replicaIdentity(pod *corev1.Pod, ref *metav1.OwnerReference) (want types.UID, identified bool) {
+	switch {
+	case ref.Kind == "StatefulSet" && ref.APIVersion == appsv1.SchemeGroupVersion.String():
+		index, ok := pod.Labels[appsv1.PodIndexLabel]
+		if !ok {
+			index = strings.TrimPrefix(pod.Name, ref.Name+"-")
+		}
+		ordinal, err := strconv.Atoi(index)
+		if err != nil || ordinal < 0 {
+			return "", false
+		}
+		return buffer.ReplicaUID(ref.UID, ordinal), true
+	case ref.Kind == "Job" && ref.APIVersion == batchv1.SchemeGroupVersion.String():
+		index, ok := pod.Annotations[batchv1.JobCompletionIndexAnnotation]
+		if !ok {
+			return "", true // a NonIndexed Job's pods are alike
+		}
+		completion, err := strconv.Atoi(index)
+		if err != nil || completion < 0 {
+			return "", false
+		}
+		return buffer.ReplicaUID(ref.UID, completion), true
+	}
+	return "", true
+}
+
+// declineSlots records that uid takes no replica slot from now on: it left a pin.
+func (p *Plugin) declineSlots(uid types.UID) {
+	delete(p.slots.takenBy, uid)
+	p.slots.declined.Insert(uid)
+}
+
+// slotTaken tells pod that it waits for nodeClaim and writes that to the NodeClaim: its
+// planned-pods annotation lists pod instead of virtual. If the NodeClaim is gone or cannot be
+// written, pod leaves the slot and is retried at once.
+func (p *Plugin) slotTaken(ctx context.Context, pod *corev1.Pod, nodeClaim string, virtual types.UID) {
+	logger := klog.FromContext(ctx)
+	replicaSlotsTaken.WithLabelValues(p.profile).Inc()
+	p.times.decided([]types.UID{pod.UID}, p.clock.Now())
+	logger.V(2).Info("replica takes the place planned for it before it was created", "pod", klog.KObj(pod), "NodeClaim", klog.KRef("", nodeClaim))
+	p.event(pod, corev1.EventTypeNormal, reasonNominated, "Nominate", "Pod should schedule on: nodeclaim/%s", nodeClaim)
+	// Expected before it is made: until the informer shows it, the pod's wait is not an
+	// annotation lost (annotationLoss), and the next batch waits to count the pod there.
+	p.launches.expectWritten(nodeClaim, []types.UID{pod.UID})
+	go func() {
+		err := p.writeSlotTaken(ctx, nodeClaim, virtual, pod.UID)
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		p.launches.abandonWrite(nodeClaim, pod.UID)
+		if !errors.Is(err, errNoLongerLaunching) {
+			logger.Error(err, "recording a replica on the NodeClaim planned for it failed; planning it again", "pod", klog.KObj(pod), "NodeClaim", klog.KRef("", nodeClaim))
+		}
+		p.mu.Lock()
+		var retry []types.UID
+		if current, ok := p.waits.nodeClaimFor(pod.UID); ok && current == nodeClaim {
+			p.waits.forgetPod(pod.UID)
+			retry = append(p.holds.unpin(pod.UID), pod.UID)
+			p.holds.leavePlan(pod.UID)
+			p.declineSlots(pod.UID)
+		}
+		p.mu.Unlock()
+		p.activateUIDs(ctx, retry...)
+	}()
+}
+
+// writeSlotTaken replaces virtual by pod in the planned-pods annotation of nodeClaim,
+// re-reading it on conflict. A NodeClaim being deleted is errNoLongerLaunching; one whose
+// node is up keeps the record too, since the solver counts a registered node's planned pods
+// there until they bind.
+func (p *Plugin) writeSlotTaken(ctx context.Context, nodeClaim string, virtual, pod types.UID) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		nc := &karpv1.NodeClaim{}
+		if err := p.client.Get(ctx, client.ObjectKey{Name: nodeClaim}, nc); err != nil {
+			return fmt.Errorf("reading NodeClaim %s: %w", nodeClaim, err)
+		}
+		if nc.DeletionTimestamp != nil {
+			return fmt.Errorf("NodeClaim %s: %w", nodeClaim, errNoLongerLaunching)
+		}
+		before := nc.DeepCopy()
+		removed := simulation.RemovePlannedPods(nc, virtual)
+		added := simulation.AddPlannedPods(nc, pod)
+		if !removed && !added {
+			return nil
+		}
+		patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
+		if err := p.client.Patch(ctx, nc, patch); err != nil {
+			return fmt.Errorf("annotating NodeClaim %s: %w", nodeClaim, err)
+		}
+		return nil
+	})
+}
