@@ -189,9 +189,8 @@ func (h *holdBook) heldOfPlans(gone sets.Set[types.UID]) []types.UID {
 		if gone.Has(held) {
 			continue
 		}
-		siblings, known := h.plans.siblings(held)
 		// A pod of no known plan counts every waiting pod as its plan.
-		if !known || slices.ContainsFunc(siblings, gone.Has) {
+		if shares, known := h.plans.sharesPlan(held, gone); !known || shares {
 			out = append(out, held)
 		}
 	}
@@ -281,6 +280,28 @@ func (b *planBook) siblings(uid types.UID) ([]types.UID, bool) {
 		}
 	}
 	return out, true
+}
+
+// sharesPlan reports whether a pod of others other than uid is among uid's siblings, and
+// whether uid's plan is known. It asks what siblings would list without building the list:
+// every placement asks it for every held pod.
+func (b *planBook) sharesPlan(uid types.UID, others sets.Set[types.UID]) (shares, known bool) {
+	plan, ok := b.planOf[uid]
+	if !ok {
+		return false, false
+	}
+	for other := range others {
+		if other == uid {
+			continue
+		}
+		if b.inFlight[plan].Has(other) {
+			return true, true
+		}
+		if otherPlan, ok := b.planOf[other]; ok && (otherPlan == plan || b.later[plan].Has(otherPlan)) {
+			return true, true
+		}
+	}
+	return false, true
 }
 
 func (b *planBook) forget(uid types.UID) {

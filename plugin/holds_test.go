@@ -204,3 +204,26 @@ func TestHoldBookPlaced(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanBookSharesPlan: sharesPlan answers what siblings lists, for every pair of pods of
+// plans that counted pods in flight, and of later plans that counted a pod of an earlier one.
+func TestPlanBookSharesPlan(t *testing.T) {
+	b := newPlanBook()
+	first := b.begin(nil)
+	b.add(first, "a", "b")
+	second := b.begin(sets.New[types.UID]("a", "x")) // a was in flight: second is later than first
+	b.add(second, "c")
+	third := b.begin(nil)
+	b.add(third, "d", "e")
+	pods := []types.UID{"a", "b", "c", "d", "e", "x", "unknown"}
+	for _, uid := range pods {
+		siblings, knownSiblings := b.siblings(uid)
+		for _, other := range pods {
+			shares, known := b.sharesPlan(uid, sets.New(other))
+			want := other != uid && slices.Contains(siblings, other)
+			if shares != want || known != knownSiblings {
+				t.Errorf("sharesPlan(%s, %s) = %v, %v; siblings say %v, %v", uid, other, shares, known, want, knownSiblings)
+			}
+		}
+	}
+}

@@ -131,13 +131,14 @@ func (o Options) build(ctx context.Context, obj runtime.Object, handle fwk.Handl
 			}
 			return nil
 		},
-		activator: handle,
-		nominator: handle,
-		recorder:  recorder,
-		client:    c,
-		planner:   planner,
-		leader:    o.Leader,
-		readiness: o.Readiness,
+		activator:      handle,
+		nominator:      handle,
+		recorder:       recorder,
+		client:         c,
+		nodeClaimCache: nodeClaims,
+		planner:        planner,
+		leader:         o.Leader,
+		readiness:      o.Readiness,
 	})
 
 	podsWatched, err := podInformer.Informer().AddEventHandler(p.podHandler(ctx))

@@ -37,6 +37,8 @@ type Plugin struct {
 	nominator fwk.PodNominator
 	recorder  events.EventRecorder
 	client    client.Client
+	// nodeClaimCache reads NodeClaims as the plugin's informer has them (nil: read client).
+	nodeClaimCache client.Reader
 	// planner is nil when the plugin was built without a planner factory: pods are then only
 	// reported as pending.
 	planner simulation.Planner
@@ -67,6 +69,8 @@ type Plugin struct {
 
 	// slots are the places batches planned for replicas not created yet (slots.go).
 	slots *slotBook
+	// slotWrites records taken slots on their NodeClaims, off the scheduling cycle.
+	slotWrites *slotWriter
 
 	// holds keeps the pins their nodes rejected and the plans that decide how long (holds.go).
 	holds *holdBook
@@ -98,9 +102,11 @@ type dependencies struct {
 	nominator fwk.PodNominator
 	recorder  events.EventRecorder
 	client    client.Client
-	planner   simulation.Planner
-	leader    Leadership
-	readiness *SyncTracker
+	// nodeClaimCache is the NodeClaim informer's cache; nil reads through client.
+	nodeClaimCache client.Reader
+	planner        simulation.Planner
+	leader         Leadership
+	readiness      *SyncTracker
 	// workloads is nil unless planMissingReplicas.
 	workloads *workloadListers
 }
@@ -110,31 +116,33 @@ func newPlugin(ctx context.Context, args ProvisionerArgs, profile string, deps d
 		deps.clock = clock.RealClock{}
 	}
 	p := &Plugin{
-		args:          args,
-		profile:       profile,
-		names:         sets.New(args.SchedulerNames...),
-		clock:         deps.clock,
-		pods:          deps.pods,
-		nodeInfos:     deps.nodeInfos,
-		activator:     deps.activator,
-		nominator:     deps.nominator,
-		recorder:      deps.recorder,
-		client:        deps.client,
-		planner:       deps.planner,
-		leader:        deps.leader,
-		workloads:     deps.workloads,
-		synced:        func() {},
-		batcher:       NewBatcher(deps.clock, args.BatchIdleDuration.Duration, args.BatchMaxDuration.Duration),
-		pending:       newPendingSet(),
-		waits:         newWaitBook(),
-		slots:         newSlotBook(),
-		unschedulable: map[types.UID]string{},
-		refs:          map[types.UID]types.NamespacedName{},
-		launches:      newLaunchTracker(),
-		holds:         newHoldBook(),
-		quarantined:   map[types.UID]time.Time{},
-		times:         newPodTimes(),
-		ctx:           ctx,
+		args:           args,
+		profile:        profile,
+		names:          sets.New(args.SchedulerNames...),
+		clock:          deps.clock,
+		pods:           deps.pods,
+		nodeInfos:      deps.nodeInfos,
+		activator:      deps.activator,
+		nominator:      deps.nominator,
+		recorder:       deps.recorder,
+		client:         deps.client,
+		nodeClaimCache: deps.nodeClaimCache,
+		planner:        deps.planner,
+		leader:         deps.leader,
+		workloads:      deps.workloads,
+		synced:         func() {},
+		batcher:        NewBatcher(deps.clock, args.BatchIdleDuration.Duration, args.BatchMaxDuration.Duration),
+		pending:        newPendingSet(),
+		waits:          newWaitBook(),
+		slots:          newSlotBook(),
+		slotWrites:     newSlotWriter(),
+		unschedulable:  map[types.UID]string{},
+		refs:           map[types.UID]types.NamespacedName{},
+		launches:       newLaunchTracker(),
+		holds:          newHoldBook(),
+		quarantined:    map[types.UID]time.Time{},
+		times:          newPodTimes(),
+		ctx:            ctx,
 	}
 	if deps.planner != nil {
 		// Only a plugin that provisions syncs caches the batch loop waits for.

@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -260,56 +262,123 @@ func (p *Plugin) declineSlots(uid types.UID) {
 	p.slots.declined.Insert(uid)
 }
 
-// slotTaken tells pod that it waits for nodeClaim and writes that to the NodeClaim: its
-// planned-pods annotation lists pod instead of virtual. If the NodeClaim is gone or cannot be
-// written, pod leaves the slot and is retried at once.
+// slotTaken tells pod that it waits for nodeClaim and has the slot writer record it on the
+// NodeClaim: its planned-pods annotation lists pod instead of virtual.
 func (p *Plugin) slotTaken(ctx context.Context, pod *corev1.Pod, nodeClaim string, virtual types.UID) {
-	logger := klog.FromContext(ctx)
 	replicaSlotsTaken.WithLabelValues(p.profile).Inc()
 	p.times.decided([]types.UID{pod.UID}, p.clock.Now())
-	logger.V(2).Info("replica takes the place planned for it before it was created", "pod", klog.KObj(pod), "NodeClaim", klog.KRef("", nodeClaim))
+	klog.FromContext(ctx).V(2).Info("replica takes the place planned for it before it was created", "pod", klog.KObj(pod), "NodeClaim", klog.KRef("", nodeClaim))
 	p.event(pod, corev1.EventTypeNormal, reasonNominated, "Nominate", "Pod should schedule on: nodeclaim/%s", nodeClaim)
 	// Expected before it is made: until the informer shows it, the pod's wait is not an
 	// annotation lost (annotationLoss), and the next batch waits to count the pod there.
 	p.launches.expectWritten(nodeClaim, []types.UID{pod.UID})
-	go func() {
-		err := p.writeSlotTaken(ctx, nodeClaim, virtual, pod.UID)
-		if err == nil || ctx.Err() != nil {
-			return
-		}
-		p.launches.abandonWrite(nodeClaim, pod.UID)
-		if !errors.Is(err, errNoLongerLaunching) {
-			logger.Error(err, "recording a replica on the NodeClaim planned for it failed; planning it again", "pod", klog.KObj(pod), "NodeClaim", klog.KRef("", nodeClaim))
-		}
-		p.mu.Lock()
-		var retry []types.UID
-		if current, ok := p.waits.nodeClaimFor(pod.UID); ok && current == nodeClaim {
-			p.waits.forgetPod(pod.UID)
-			retry = append(p.holds.unpin(pod.UID), pod.UID)
-			p.holds.leavePlan(pod.UID)
-			p.declineSlots(pod.UID)
-		}
-		p.mu.Unlock()
-		p.activateUIDs(ctx, retry...)
-	}()
+	p.slotWrites.add(nodeClaim, virtual, pod)
+	p.slotWrites.start.Do(func() { go p.writeSlots(ctx) })
 }
 
-// writeSlotTaken replaces virtual by pod in the planned-pods annotation of nodeClaim,
-// re-reading it on conflict. A NodeClaim being deleted is errNoLongerLaunching; one whose
-// node is up keeps the record too, since the solver counts a registered node's planned pods
-// there until they bind.
-func (p *Plugin) writeSlotTaken(ctx context.Context, nodeClaim string, virtual, pod types.UID) error {
+// slotWriter holds the taken slots not yet recorded on their NodeClaims. The replicas of a
+// scale-up take their slots a few milliseconds apart, often on the same NodeClaim: written one
+// by one, each was a read and a patch of the whole NodeClaim, and most patches conflicted
+// with the one before. The writer records all that accumulated on a NodeClaim in one patch.
+type slotWriter struct {
+	mu      sync.Mutex
+	pending map[string]map[types.UID]*corev1.Pod // NodeClaim → virtual pod → the replica in its place
+	wake    chan struct{}
+	start   sync.Once
+}
+
+func newSlotWriter() *slotWriter {
+	return &slotWriter{pending: map[string]map[types.UID]*corev1.Pod{}, wake: make(chan struct{}, 1)}
+}
+
+func (w *slotWriter) add(nodeClaim string, virtual types.UID, pod *corev1.Pod) {
+	w.mu.Lock()
+	if w.pending[nodeClaim] == nil {
+		w.pending[nodeClaim] = map[types.UID]*corev1.Pod{}
+	}
+	w.pending[nodeClaim][virtual] = pod
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take returns and forgets everything pending.
+func (w *slotWriter) take() map[string]map[types.UID]*corev1.Pod {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.pending
+	w.pending = map[string]map[types.UID]*corev1.Pod{}
+	return out
+}
+
+// writeSlots records taken slots on their NodeClaims until ctx ends. A replica whose
+// NodeClaim is gone or cannot be written leaves its slot and is retried at once.
+func (p *Plugin) writeSlots(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.slotWrites.wake:
+		}
+		pending := p.slotWrites.take()
+		for _, nodeClaim := range slices.Sorted(maps.Keys(pending)) {
+			swaps := pending[nodeClaim]
+			err := p.writeSlotsTaken(ctx, nodeClaim, swaps)
+			if err == nil || ctx.Err() != nil {
+				continue
+			}
+			if !errors.Is(err, errNoLongerLaunching) {
+				logger.Error(err, "recording replicas on the NodeClaim planned for them failed; planning them again", "NodeClaim", klog.KRef("", nodeClaim), "pods", len(swaps))
+			}
+			var retry []types.UID
+			p.mu.Lock()
+			for _, pod := range swaps {
+				p.launches.abandonWrite(nodeClaim, pod.UID)
+				if current, ok := p.waits.nodeClaimFor(pod.UID); ok && current == nodeClaim {
+					p.waits.forgetPod(pod.UID)
+					retry = append(append(retry, p.holds.unpin(pod.UID)...), pod.UID)
+					p.holds.leavePlan(pod.UID)
+					p.declineSlots(pod.UID)
+				}
+			}
+			p.mu.Unlock()
+			p.activateUIDs(ctx, retry...)
+		}
+	}
+}
+
+// writeSlotsTaken replaces each virtual pod of swaps by its replica in the planned-pods
+// annotation of nodeClaim, re-reading it on conflict. A NodeClaim being deleted is
+// errNoLongerLaunching; one whose node is up keeps the record too, since the solver counts a
+// registered node's planned pods there until they bind.
+func (p *Plugin) writeSlotsTaken(ctx context.Context, nodeClaim string, swaps map[types.UID]*corev1.Pod) error {
+	virtual := slices.Collect(maps.Keys(swaps))
+	replicas := make([]types.UID, 0, len(swaps))
+	for _, pod := range swaps {
+		replicas = append(replicas, pod.UID)
+	}
+	// The informer's copy first: the patch's optimistic lock refuses it if it is stale, and
+	// the retries read the NodeClaim from the API server.
+	reader := p.nodeClaimCache
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if reader == nil {
+			reader = p.client
+		}
 		nc := &karpv1.NodeClaim{}
-		if err := p.client.Get(ctx, client.ObjectKey{Name: nodeClaim}, nc); err != nil {
+		err := reader.Get(ctx, client.ObjectKey{Name: nodeClaim}, nc)
+		reader = p.client
+		if err != nil {
 			return fmt.Errorf("reading NodeClaim %s: %w", nodeClaim, err)
 		}
 		if nc.DeletionTimestamp != nil {
 			return fmt.Errorf("NodeClaim %s: %w", nodeClaim, errNoLongerLaunching)
 		}
 		before := nc.DeepCopy()
-		removed := simulation.RemovePlannedPods(nc, virtual)
-		added := simulation.AddPlannedPods(nc, pod)
+		removed := simulation.RemovePlannedPods(nc, virtual...)
+		added := simulation.AddPlannedPods(nc, replicas...)
 		if !removed && !added {
 			return nil
 		}
