@@ -117,7 +117,7 @@ func (p *Plugin) holdPin(ctx context.Context, uid types.UID, nodeClaim, rejected
 		klog.FromContext(ctx).V(2).Info("pod's node rejects it for good; planning it again",
 			"pod", p.refs[uid], "NodeClaim", klog.KRef("", nodeClaim), "rejectedBy", rejectedBy)
 		return ""
-	case !p.holds.rejectedWithPlan(uid, rejectedBy, p.waits) && !p.slots.replicasComing(uid, p.clock.Now()):
+	case !p.holds.rejectedWithPlan(uid, rejectedBy, p.waits) && !p.replicasComing(uid):
 		klog.FromContext(ctx).V(2).Info("no other pod of the plan can still move it on; planning the pod again",
 			"pod", p.refs[uid], "NodeClaim", klog.KRef("", nodeClaim), "rejectedBy", rejectedBy)
 		return ""

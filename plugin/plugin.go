@@ -66,6 +66,7 @@ type Plugin struct {
 	unschedulable map[types.UID]string               // the latest plan's reason per pod
 	refs          map[types.UID]types.NamespacedName // unassigned pods seen, to activate them by UID
 	quarantined   map[types.UID]time.Time            // pods of a batch whose planning panicked, until when
+	planning      sets.Set[types.UID]                // the pods of the batch being planned and published
 
 	// slots are the places batches planned for replicas not created yet (slots.go).
 	slots *slotBook
@@ -141,6 +142,7 @@ func newPlugin(ctx context.Context, args ProvisionerArgs, profile string, deps d
 		launches:       newLaunchTracker(),
 		holds:          newHoldBook(),
 		quarantined:    map[types.UID]time.Time{},
+		planning:       sets.New[types.UID](),
 		times:          newPodTimes(),
 		ctx:            ctx,
 	}

@@ -48,6 +48,11 @@ func (p *Plugin) run(ctx context.Context, synced func(context.Context) bool) {
 func (p *Plugin) provisionBatch(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	pods := p.takeBatch()
+	defer func() {
+		p.mu.Lock()
+		p.planning.Clear()
+		p.mu.Unlock()
+	}()
 	virtual := p.virtualPods(ctx)
 	// Missing replicas share the virtual-pod cap with the buffers, which come first.
 	virtual = append(virtual, p.missingReplicaPods(ctx, pods, buffer.MaxVirtualPods-len(virtual))...)
@@ -228,6 +233,7 @@ func (p *Plugin) takeBatch() []*corev1.Pod {
 		if p.quarantinedNow(entry.uid) {
 			continue
 		}
+		p.planning.Insert(entry.uid)
 		pods = append(pods, pod)
 	}
 	return pods

@@ -77,17 +77,7 @@ func (p *Plugin) missingReplicas(pods []*corev1.Pod) []buffer.Workload {
 			continue
 		}
 		seen[ref.UID] = true
-		var w buffer.Workload
-		var ok bool
-		switch {
-		case ref.Kind == "ReplicaSet" && ref.APIVersion == appsv1.SchemeGroupVersion.String():
-			w, ok = p.replicaSetReplicas(pod.Namespace, ref)
-		case ref.Kind == "StatefulSet" && ref.APIVersion == appsv1.SchemeGroupVersion.String():
-			w, ok = p.statefulSetReplicas(pod.Namespace, ref)
-		case ref.Kind == "Job" && ref.APIVersion == batchv1.SchemeGroupVersion.String():
-			w, ok = p.jobReplicas(pod.Namespace, ref)
-		}
-		if ok && missingCount(w) > 0 {
+		if w, ok := p.workloadOf(pod.Namespace, ref); ok && missingCount(w) > 0 {
 			out = append(out, w)
 		}
 	}
@@ -95,6 +85,21 @@ func (p *Plugin) missingReplicas(pods []*corev1.Pod) []buffer.Workload {
 		return strings.Compare(a.Ref.Kind+"/"+a.Namespace+"/"+a.Ref.Name, b.Ref.Kind+"/"+b.Namespace+"/"+b.Ref.Name)
 	})
 	return out
+}
+
+// workloadOf reads the controller ref names in namespace and counts its missing replicas as
+// that kind's controller does; ok is false for another kind, or one that may never create
+// them.
+func (p *Plugin) workloadOf(namespace string, ref *metav1.OwnerReference) (buffer.Workload, bool) {
+	switch {
+	case ref.Kind == "ReplicaSet" && ref.APIVersion == appsv1.SchemeGroupVersion.String():
+		return p.replicaSetReplicas(namespace, ref)
+	case ref.Kind == "StatefulSet" && ref.APIVersion == appsv1.SchemeGroupVersion.String():
+		return p.statefulSetReplicas(namespace, ref)
+	case ref.Kind == "Job" && ref.APIVersion == batchv1.SchemeGroupVersion.String():
+		return p.jobReplicas(namespace, ref)
+	}
+	return buffer.Workload{}, false
 }
 
 // replicaSetReplicas: spec.replicas less the pods that count, as the ReplicaSet controller

@@ -56,13 +56,19 @@ type replicaSlot struct {
 	expires   time.Time
 }
 
+// slotTaker is the workload of a pod that took a slot.
+type slotTaker struct {
+	namespace string
+	workload  metav1.OwnerReference
+}
+
 // slotBook records the free replica slots by their virtual pods' UIDs, the workload of each
 // pod that took one, and the pods that may take none (they left a slot's pin, or a plan's).
 // It is not safe for concurrent use: the plugin's mu guards it.
 type slotBook struct {
 	slots      map[types.UID]replicaSlot
 	byWorkload map[types.UID]sets.Set[types.UID]
-	takenBy    map[types.UID]types.UID // pod → workload
+	takenBy    map[types.UID]slotTaker
 	declined   sets.Set[types.UID]
 }
 
@@ -70,7 +76,7 @@ func newSlotBook() *slotBook {
 	return &slotBook{
 		slots:      map[types.UID]replicaSlot{},
 		byWorkload: map[types.UID]sets.Set[types.UID]{},
-		takenBy:    map[types.UID]types.UID{},
+		takenBy:    map[types.UID]slotTaker{},
 		declined:   sets.New[types.UID](),
 	}
 }
@@ -145,12 +151,23 @@ func (b *slotBook) free(workload types.UID, now time.Time) sets.Set[types.UID] {
 	return b.byWorkload[workload]
 }
 
-// replicasComing reports whether pod took a slot and its workload has free slots left: more
-// of its replicas are still to come and take their places, and the Filters that count pods
-// (a spread's skew) may say otherwise once they have.
-func (b *slotBook) replicasComing(pod types.UID, now time.Time) bool {
-	workload, ok := b.takenBy[pod]
-	return ok && b.free(workload, now).Len() > 0
+// replicasComing reports whether pod took a slot, its workload has free slots left and it
+// has not created every replica yet: more of them are still to come and take their places,
+// and the Filters that count pods (a spread's skew) may say otherwise once they have. Once
+// every replica exists, none is coming, and the workload's free slots are dropped: nothing
+// will take them. Callers hold p.mu.
+func (p *Plugin) replicasComing(pod types.UID) bool {
+	taker, ok := p.slots.takenBy[pod]
+	if !ok || p.slots.free(taker.workload.UID, p.clock.Now()).Len() == 0 || p.workloads == nil {
+		return false
+	}
+	if w, ok := p.workloadOf(taker.namespace, &taker.workload); ok && missingCount(w) > 0 {
+		return true
+	}
+	for _, uid := range sets.List(p.slots.byWorkload[taker.workload.UID]) {
+		p.slots.remove(uid)
+	}
+	return false
 }
 
 // forgetPod forgets that pod took a slot, and that it may take none: it is bound or gone.
@@ -199,10 +216,13 @@ func nodeClaimZone(nc *karpv1.NodeClaim) string {
 }
 
 // takeSlot makes pod, which waits for no NodeClaim, take a free slot of its workload, and
-// returns the slot's NodeClaim and virtual pod; ok is false when it takes none. The caller
-// holds p.mu and writes the annotation (writeSlotTaken) once it has let go of it.
+// returns the slot's NodeClaim and virtual pod; ok is false when it takes none. A pod of the
+// batch being planned takes none: that batch plans it, and taking a slot in another zone
+// while the NodeClaim planned for it in its own is dropped would leave the zones as the plan
+// did not count them. The caller holds p.mu, and calls slotTaken once it has let go of it.
 func (p *Plugin) takeSlot(pod *corev1.Pod) (nodeClaim string, virtual types.UID, ok bool) {
-	if len(p.slots.slots) == 0 || p.slots.declined.Has(pod.UID) || !p.names.Has(pod.Spec.SchedulerName) || pod.DeletionTimestamp != nil {
+	if len(p.slots.slots) == 0 || p.slots.declined.Has(pod.UID) || p.planning.Has(pod.UID) ||
+		!p.names.Has(pod.Spec.SchedulerName) || pod.DeletionTimestamp != nil {
 		return "", "", false
 	}
 	ref := metav1.GetControllerOfNoCopy(pod)
@@ -218,7 +238,7 @@ func (p *Plugin) takeSlot(pod *corev1.Pod) (nodeClaim string, virtual types.UID,
 		return "", "", false
 	}
 	p.refs[pod.UID] = types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
-	p.slots.takenBy[pod.UID] = ref.UID
+	p.slots.takenBy[pod.UID] = slotTaker{namespace: pod.Namespace, workload: *ref}
 	p.waits.assign(slot.nodeClaim, pod.UID)
 	p.holds.addToPlan(slot.plan, pod.UID)
 	p.pending.remove(pod.UID)

@@ -98,6 +98,7 @@ func newSlotEnv(t *testing.T, owner client.Object, kind string, later []*corev1.
 	}
 	virtual := buffer.MissingReplicas([]buffer.Workload{workload}, buffer.MaxVirtualPods)
 	first := testPod("ns", owner.GetName()+"-0")
+	first.Labels = map[string]string{"app": owner.GetName()}
 	first.OwnerReferences = []metav1.OwnerReference{ref}
 
 	scheme := runtime.NewScheme()
@@ -249,34 +250,79 @@ func TestReplicaLeavesASlotItCannotRecord(t *testing.T) {
 
 // TestSlotTakerHeldWhileReplicasAreComing: a replica that took a slot and is rejected on its
 // node by a Filter that counts pods (a zone spread's skew, while the other zones' replicas
-// are still to come) keeps its pin while its workload has free slots left, though no other
-// pod of its plan waits; once the slots have expired, the same rejection plans it again.
+// are still to come) keeps its pin while its workload has free slots left and replicas not
+// created yet, though no other pod of its plan waits. Once every replica exists, or the
+// slots have expired, the same rejection plans it again.
 func TestSlotTakerHeldWhileReplicasAreComing(t *testing.T) {
+	cases := []struct {
+		name     string
+		then     func(e *slotEnv, last *corev1.Pod)
+		wantHeld bool
+	}{
+		{"a replica is still to come", func(*slotEnv, *corev1.Pod) {}, true},
+		{"every replica exists", func(e *slotEnv, last *corev1.Pod) {
+			if err := e.pods.Add(last); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"the slots expired", func(e *slotEnv, _ *corev1.Pod) { e.clock.Step(replicaSlotTTL) }, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rs := testReplicaSet("web", 3)
+			later := replicasOf(rs, 3)[1:]
+			e := newSlotEnv(t, rs, "ReplicaSet", later[:1])
+			p := e.plugin
+			p.workloads = testWorkloadListers(t, rs)
+			if code, nodeClaim := e.preFilter(t, later[0]); code != fwk.UnschedulableAndUnresolvable || nodeClaim != "default-a" {
+				t.Fatalf("PreFilter %v, waits for %q; want UnschedulableAndUnresolvable, waiting for default-a", code, nodeClaim)
+			}
+			initialized := []metav1.Condition{{Type: karpv1.ConditionTypeInitialized, Status: metav1.ConditionTrue}}
+			p.observeNodeClaim(t.Context(), &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-a"}, Status: karpv1.NodeClaimStatus{NodeName: "node-a", Conditions: initialized}})
+			// The first replica is placed: no other pod of the plan waits.
+			p.Reserve(t.Context(), framework.NewCycleState(), e.first, "node-a")
+			tc.then(e, later[1])
+
+			statuses := framework.NewDefaultNodeToStatus()
+			statuses.Set("node-a", fwk.NewStatus(fwk.Unschedulable, "spread").WithPlugin("PodTopologySpread"))
+			p.PostFilter(t.Context(), framework.NewCycleState(), later[0], statuses)
+			_, waits := p.waits.nodeClaimFor(later[0].UID)
+			if waits != tc.wantHeld || p.pending.has(later[0].UID) == tc.wantHeld {
+				t.Errorf("the replica keeps its pin: %v, want %v", waits, tc.wantHeld)
+			}
+			if !tc.wantHeld {
+				if code, nodeClaim := e.preFilter(t, later[1]); code != fwk.Success || nodeClaim != "" {
+					t.Errorf("a slot no replica is coming for was taken: PreFilter %v, waits for %q", code, nodeClaim)
+				}
+			}
+		})
+	}
+}
+
+// TestReplicaOfTheBatchBeingPlannedTakesNoSlot: a replica of the batch being planned and
+// published is that batch's to plan and takes no slot meanwhile (it would leave the NodeClaim
+// planned for it, in its zone, uncreated, and the zones as the plan did not count them); a
+// replica that waits for the next batch takes one.
+func TestReplicaOfTheBatchBeingPlannedTakesNoSlot(t *testing.T) {
 	rs := testReplicaSet("web", 3)
 	later := replicasOf(rs, 3)[1:]
 	e := newSlotEnv(t, rs, "ReplicaSet", later)
 	p := e.plugin
-	if code, nodeClaim := e.preFilter(t, later[0]); code != fwk.UnschedulableAndUnresolvable || nodeClaim != "default-a" {
-		t.Fatalf("PreFilter %v, waits for %q; want UnschedulableAndUnresolvable, waiting for default-a", code, nodeClaim)
+	postFilterMessage(t, p, later[0])
+	postFilterMessage(t, p, later[1])
+	p.mu.Lock()
+	p.planning.Insert(later[0].UID)
+	p.mu.Unlock()
+	if code, nodeClaim := e.preFilter(t, later[0]); code != fwk.Success || nodeClaim != "" {
+		t.Errorf("replica being planned: PreFilter %v, waits for %q; want Success, waiting for nothing", code, nodeClaim)
 	}
-	initialized := []metav1.Condition{{Type: karpv1.ConditionTypeInitialized, Status: metav1.ConditionTrue}}
-	p.observeNodeClaim(t.Context(), &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-a"}, Status: karpv1.NodeClaimStatus{NodeName: "node-a", Conditions: initialized}})
-	// The first replica is placed: no other pod of the plan waits.
-	p.Reserve(t.Context(), framework.NewCycleState(), e.first, "node-a")
-
-	statuses := framework.NewDefaultNodeToStatus()
-	statuses.Set("node-a", fwk.NewStatus(fwk.Unschedulable, "spread").WithPlugin("PodTopologySpread"))
-	p.PostFilter(t.Context(), framework.NewCycleState(), later[0], statuses)
-	if _, waits := p.waits.nodeClaimFor(later[0].UID); !waits || p.pending.has(later[0].UID) {
-		t.Fatal("the replica was planned again while another replica of its workload was still to take its slot")
+	if !p.pending.has(later[0].UID) {
+		t.Error("the replica being planned left the pending set")
 	}
-
-	e.clock.Step(replicaSlotTTL)
-	p.PostFilter(t.Context(), framework.NewCycleState(), later[0], statuses)
-	if _, waits := p.waits.nodeClaimFor(later[0].UID); waits || !p.pending.has(later[0].UID) {
-		t.Error("the replica keeps its pin though its workload's slots have expired")
+	if code, nodeClaim := e.preFilter(t, later[1]); code != fwk.UnschedulableAndUnresolvable || nodeClaim != "default-a" {
+		t.Errorf("pending replica: PreFilter %v, waits for %q; want UnschedulableAndUnresolvable, waiting for default-a", code, nodeClaim)
 	}
-	if code, nodeClaim := e.preFilter(t, later[1]); code != fwk.Success || nodeClaim != "" {
-		t.Errorf("an expired slot was taken: PreFilter %v, waits for %q", code, nodeClaim)
+	if p.pending.has(later[1].UID) {
+		t.Error("the replica that took a slot is still pending")
 	}
 }
