@@ -23,11 +23,17 @@ func (p *Plugin) PreFilter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod,
 	p.mu.Lock()
 	nodeClaim, node, ok := p.pinOf(pod.UID)
 	var virtual types.UID
+	awaitsSlots := false
 	if !ok {
 		nodeClaim, virtual, ok = p.takeSlot(pod)
 		node = p.launches.nodeOf(nodeClaim)
+		awaitsSlots = !ok && p.awaitsSlots(pod)
 	}
 	p.mu.Unlock()
+	if awaitsSlots {
+		// Retried once they exist (retryForSlots).
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, awaitingSlotsMessage)
+	}
 	if !ok {
 		return nil, nil
 	}
@@ -39,6 +45,9 @@ func (p *Plugin) PreFilter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod,
 	}
 	return &fwk.PreFilterResult{NodeNames: sets.New(node)}, nil
 }
+
+// awaitingSlotsMessage is PreFilter's status for a replica whose place is being created.
+const awaitingSlotsMessage = "waiting for the NodeClaims planned for its workload's replicas"
 
 // PreFilterExtensions implements fwk.PreFilterPlugin; the pin does not depend on other pods.
 func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }

@@ -51,7 +51,9 @@ func (p *Plugin) provisionBatch(ctx context.Context) {
 	defer func() {
 		p.mu.Lock()
 		p.planning.Clear()
+		p.slots.coming.Clear()
 		p.mu.Unlock()
+		p.retryForSlots(ctx)
 	}()
 	virtual := p.virtualPods(ctx)
 	// Missing replicas share the virtual-pod cap with the buffers, which come first.

@@ -48,6 +48,7 @@ func (p *Plugin) publish(ctx context.Context, batch []*corev1.Pod, plan *simulat
 	}
 	planID := p.holds.beginPlan(arriving)
 	p.mu.Unlock()
+	p.slotsComing(plan)
 
 	for _, claim := range plan.NewNodeClaims {
 		pods := p.stillPending(claim.Pods)

@@ -15,6 +15,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -70,6 +71,9 @@ type slotBook struct {
 	byWorkload map[types.UID]sets.Set[types.UID]
 	takenBy    map[types.UID]slotTaker
 	declined   sets.Set[types.UID]
+	// coming are the workloads whose slots the batch being published is creating: their
+	// replicas wait for them (see PreFilter).
+	coming sets.Set[types.UID]
 }
 
 func newSlotBook() *slotBook {
@@ -78,6 +82,7 @@ func newSlotBook() *slotBook {
 		byWorkload: map[types.UID]sets.Set[types.UID]{},
 		takenBy:    map[types.UID]slotTaker{},
 		declined:   sets.New[types.UID](),
+		coming:     sets.New[types.UID](),
 	}
 }
 
@@ -185,6 +190,33 @@ func (b *slotBook) dropNodeClaim(nodeClaim string) {
 	}
 }
 
+// slotsComing records the workloads whose missing replicas plan puts on new NodeClaims: while
+// the batch publishes them, one after the other, their replicas wait for the slots instead
+// of taking a node that registered meanwhile for other pods of the plan.
+func (p *Plugin) slotsComing(plan *simulation.Plan) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, claim := range plan.NewNodeClaims {
+		for _, pod := range claim.Pods {
+			if _, ok := pod.Annotations[buffer.ReplicaAnnotationKey]; ok && buffer.IsVirtual(pod) {
+				if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
+					p.slots.coming.Insert(ref.UID)
+				}
+			}
+		}
+	}
+}
+
+// awaitsSlots reports whether pod is a replica whose workload's slots the batch being
+// published is creating. Callers hold p.mu.
+func (p *Plugin) awaitsSlots(pod *corev1.Pod) bool {
+	if p.slots.coming.Len() == 0 || p.planning.Has(pod.UID) || p.slots.declined.Has(pod.UID) || !p.names.Has(pod.Spec.SchedulerName) {
+		return false
+	}
+	ref := metav1.GetControllerOfNoCopy(pod)
+	return ref != nil && p.slots.coming.Has(ref.UID)
+}
+
 // recordSlots records the missing replicas among pods, planned onto the new NodeClaim
 // nodeClaim by plan, as slots for their real replicas.
 func (p *Plugin) recordSlots(nc *karpv1.NodeClaim, plan uint64, pods []*corev1.Pod) {
@@ -244,6 +276,51 @@ func (p *Plugin) takeSlot(pod *corev1.Pod) (nodeClaim string, virtual types.UID,
 	p.pending.remove(pod.UID)
 	delete(p.unschedulable, pod.UID)
 	return slot.nodeClaim, virtual, true
+}
+
+// slotFor reports whether a free slot waits for pod (what takeSlot would take, outside a
+// batch). Callers hold p.mu.
+func (p *Plugin) slotFor(pod *corev1.Pod) bool {
+	ref := metav1.GetControllerOfNoCopy(pod)
+	if ref == nil || p.slots.declined.Has(pod.UID) {
+		return false
+	}
+	want, identified := replicaIdentity(pod, ref)
+	if !identified {
+		return false
+	}
+	free := p.slots.free(ref.UID, p.clock.Now())
+	if want != "" {
+		return free.Has(want)
+	}
+	return free.Len() > 0
+}
+
+// retryForSlots retries the pending pods whose workloads have free slots: replicas created
+// while the batch that made the slots was planned went through PostFilter before the slots
+// existed and wait in the unschedulable queue for the next batch, which would plan them
+// elsewhere and leave their slots empty. Retried, they take them (PreFilter).
+func (p *Plugin) retryForSlots(ctx context.Context) {
+	p.mu.Lock()
+	if len(p.slots.slots) == 0 {
+		p.mu.Unlock()
+		return
+	}
+	var retry []types.UID
+	for _, entry := range p.pending.list() {
+		pod, err := p.pods.Pods(entry.namespace).Get(entry.name)
+		if err != nil || pod.UID != entry.uid {
+			continue
+		}
+		if p.slotFor(pod) {
+			retry = append(retry, pod.UID)
+		}
+	}
+	p.mu.Unlock()
+	if len(retry) > 0 {
+		klog.FromContext(ctx).V(1).Info("retrying pending replicas whose workloads have places planned for them", "pods", len(retry))
+		p.activateUIDs(ctx, retry...)
+	}
 }
 
 // replicaIdentity returns the UID of the virtual pod that stands for pod when pod's
@@ -381,15 +458,19 @@ func (p *Plugin) writeSlotsTaken(ctx context.Context, nodeClaim string, swaps ma
 		replicas = append(replicas, pod.UID)
 	}
 	// The informer's copy first: the patch's optimistic lock refuses it if it is stale, and
-	// the retries read the NodeClaim from the API server.
+	// the retries read the NodeClaim from the API server, as does a first read the informer
+	// cannot answer yet (a NodeClaim the batch has just created).
 	reader := p.nodeClaimCache
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if reader == nil {
-			reader = p.client
-		}
 		nc := &karpv1.NodeClaim{}
-		err := reader.Get(ctx, client.ObjectKey{Name: nodeClaim}, nc)
-		reader = p.client
+		var err error
+		if reader != nil {
+			err = reader.Get(ctx, client.ObjectKey{Name: nodeClaim}, nc)
+		}
+		if reader == nil || apierrors.IsNotFound(err) {
+			err = p.client.Get(ctx, client.ObjectKey{Name: nodeClaim}, nc)
+		}
+		reader = nil
 		if err != nil {
 			return fmt.Errorf("reading NodeClaim %s: %w", nodeClaim, err)
 		}

@@ -326,3 +326,100 @@ func TestReplicaOfTheBatchBeingPlannedTakesNoSlot(t *testing.T) {
 		t.Error("the replica that took a slot is still pending")
 	}
 }
+
+// TestPendingReplicasRetriedForSlots: once a batch has made slots, the pending replicas of
+// their workloads (created while it was planned, so they went through PostFilter before the
+// slots existed) are retried at once to take them, rather than left for the next batch, which
+// would plan them elsewhere; a replica with no slot of its own is not retried.
+func TestPendingReplicasRetriedForSlots(t *testing.T) {
+	sts := testStatefulSet("db", 4)
+	later := ordinalsOf(sts, 2, 3) // ordinal 2 has a slot, ordinal 3 none
+	e := newSlotEnv(t, sts, "StatefulSet", later)
+	p := e.plugin
+	for _, pod := range later {
+		postFilterMessage(t, p, pod)
+	}
+	e.activator.reset()
+	p.retryForSlots(t.Context())
+	if got, want := e.activator.keys(), []string{"ns/db-2"}; !slices.Equal(got, want) {
+		t.Errorf("retried %v, want %v", got, want)
+	}
+}
+
+// TestReplicaWaitsForSlotsBeingPublished: while a batch publishes the NodeClaims of its
+// workloads' missing replicas, one after the other, a replica that arrives waits for them
+// rather than taking a node that registered meanwhile for other pods of the plan; retried once
+// the batch is published, it takes its slot.
+func TestReplicaWaitsForSlotsBeingPublished(t *testing.T) {
+	rs := testReplicaSet("web", 3)
+	pods := replicasOf(rs, 3)
+	first, arriving, other := pods[0], pods[1], testPod("ns", "other")
+	env := newTestPlugin(t, true, first, arriving, other)
+	p := env.plugin
+	scheme := runtime.NewScheme()
+	if err := apis.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	p.client = fake.NewClientBuilder().WithScheme(scheme).Build()
+	virtual := buffer.MissingReplicas([]buffer.Workload{{Ref: first.OwnerReferences[0], Namespace: "ns", Missing: 2, Template: &corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+		Spec:       corev1.PodSpec{SchedulerName: "joinery", Containers: []corev1.Container{{Name: "c"}}},
+	}}}, buffer.MaxVirtualPods)
+	planned := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{
+		Name:            "default-a",
+		Labels:          map[string]string{karpv1.NodePoolLabelKey: "default"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: karpv1.SchemeGroupVersion.String(), Kind: "NodePool", Name: "default", UID: "uid-default"}},
+	}}
+	var during []fwk.Code
+	p.planner = plannerFunc(func(context.Context, []*corev1.Pod) (*simulation.Plan, error) {
+		plan := &simulation.Plan{NewNodeClaims: []*simulation.PlannedNodeClaim{{NodeClaim: planned, Pods: append([]*corev1.Pod{first}, virtual...)}}}
+		// What PreFilter says while the plan is published.
+		p.slotsComing(plan)
+		for _, pod := range []*corev1.Pod{arriving, other} {
+			_, status := p.PreFilter(t.Context(), framework.NewCycleState(), pod, nil)
+			during = append(during, status.Code())
+		}
+		return plan, nil
+	})
+	postFilterMessage(t, p, first)
+	p.provisionBatch(t.Context())
+	if want := []fwk.Code{fwk.UnschedulableAndUnresolvable, fwk.Success}; !slices.Equal(during, want) {
+		t.Errorf("PreFilter while the slots are published: %v for the replica and another pod, want %v", during, want)
+	}
+	postFilterMessage(t, p, arriving) // it went on to PostFilter then
+	env.activator.reset()
+	p.retryForSlots(t.Context())
+	if got := env.activator.keys(); !slices.Equal(got, []string{"ns/web-1"}) {
+		t.Errorf("retried %v after the batch, want [ns/web-1]", got)
+	}
+	_, status := p.PreFilter(t.Context(), framework.NewCycleState(), arriving, nil)
+	if nodeClaim, _ := p.waits.nodeClaimFor(arriving.UID); status.Code() != fwk.UnschedulableAndUnresolvable || nodeClaim != "default-a" {
+		t.Errorf("retried replica: PreFilter %v, waits for %q; want it to take its slot on default-a", status.Code(), nodeClaim)
+	}
+}
+
+// TestSlotRecordedOnANodeClaimTheInformerDoesNotShowYet: the slot writer reads a NodeClaim
+// from the informer first; one the batch has just created may not be there yet, and is read
+// from the API server instead of failing the replica out of its slot.
+func TestSlotRecordedOnANodeClaimTheInformerDoesNotShowYet(t *testing.T) {
+	rs := testReplicaSet("web", 3)
+	later := replicasOf(rs, 3)[1:]
+	e := newSlotEnv(t, rs, "ReplicaSet", later)
+	scheme := runtime.NewScheme()
+	if err := apis.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	e.plugin.nodeClaimCache = fake.NewClientBuilder().WithScheme(scheme).Build() // empty: not synced yet
+	if code, nodeClaim := e.preFilter(t, later[0]); code != fwk.UnschedulableAndUnresolvable || nodeClaim != "default-a" {
+		t.Fatalf("PreFilter %v, waits for %q; want UnschedulableAndUnresolvable, waiting for default-a", code, nodeClaim)
+	}
+	err := wait.PollUntilContextTimeout(t.Context(), 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return slices.Contains(e.plannedPods(t), later[0].UID), nil
+	})
+	if err != nil {
+		t.Fatalf("default-a plans %v, want %s among them", e.plannedPods(t), later[0].Name)
+	}
+	if nodeClaim, _ := e.plugin.waits.nodeClaimFor(later[0].UID); nodeClaim != "default-a" {
+		t.Errorf("the replica waits for %q, want default-a", nodeClaim)
+	}
+}
