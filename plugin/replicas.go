@@ -44,6 +44,11 @@ func (p *Plugin) missingReplicaPods(ctx context.Context, pods []*corev1.Pod, lim
 		return nil
 	}
 	workloads := p.missingReplicas(pods)
+	p.mu.Lock()
+	for i := range workloads {
+		p.slots.keepFreeSlots(&workloads[i], p.clock.Now())
+	}
+	p.mu.Unlock()
 	virtual := buffer.MissingReplicas(workloads, limit)
 	missingReplicas.WithLabelValues(p.profile).Set(float64(len(virtual)))
 	if len(virtual) > 0 {

@@ -53,6 +53,7 @@ type replicaSlot struct {
 	workload  types.UID // the controller's UID
 	nodeClaim string
 	zone      string // the NodeClaim's zone, "" when it may launch in several
+	index     int    // the virtual pod's index, which its UID derives from
 	plan      uint64 // the batch's plan, which the replica joins (holds)
 	expires   time.Time
 }
@@ -181,6 +182,37 @@ func (b *slotBook) forgetPod(pod types.UID) {
 	b.declined.Delete(pod)
 }
 
+// keepFreeSlots makes the next batch plan w's missing replicas, when they are alike (not
+// listed one by one), as the virtual pods of its free slots first: a batch plans the indexes
+// 0..missing-1, but the replicas that took slots took them at any index, so the next batch's
+// indexes would no longer be the slots' — the free slots' room would look unplanned, and the
+// virtual pods whose slots were taken would buy new NodeClaims beside it. Callers hold p.mu.
+func (b *slotBook) keepFreeSlots(w *buffer.Workload, now time.Time) {
+	if w.Replicas != nil || w.Missing <= 0 {
+		return
+	}
+	free := b.free(w.Ref.UID, now)
+	if free.Len() == 0 {
+		return
+	}
+	indexes := make([]int, 0, free.Len())
+	for uid := range free {
+		indexes = append(indexes, b.slots[uid].index)
+	}
+	slices.Sort(indexes)
+	indexes = indexes[:min(len(indexes), int(w.Missing))]
+	used := sets.New(indexes...)
+	for i := 0; len(indexes) < int(w.Missing); i++ {
+		if !used.Has(i) {
+			indexes = append(indexes, i)
+		}
+	}
+	w.Replicas = make([]buffer.Replica, len(indexes))
+	for i, index := range indexes {
+		w.Replicas[i] = buffer.Replica{Index: index}
+	}
+}
+
 // dropNodeClaim forgets the slots on nodeClaim (it is gone).
 func (b *slotBook) dropNodeClaim(nodeClaim string) {
 	for uid, slot := range b.slots {
@@ -228,8 +260,9 @@ func (p *Plugin) recordSlots(nc *karpv1.NodeClaim, plan uint64, pods []*corev1.P
 		if _, ok := pod.Annotations[buffer.ReplicaAnnotationKey]; !ok || !buffer.IsVirtual(pod) {
 			continue
 		}
+		index, _ := buffer.VirtualIndex(pod)
 		if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
-			p.slots.add(pod.UID, replicaSlot{workload: ref.UID, nodeClaim: nc.Name, zone: zone, plan: plan, expires: expires})
+			p.slots.add(pod.UID, replicaSlot{workload: ref.UID, nodeClaim: nc.Name, zone: zone, index: index, plan: plan, expires: expires})
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -422,4 +423,38 @@ func TestSlotRecordedOnANodeClaimTheInformerDoesNotShowYet(t *testing.T) {
 	if nodeClaim, _ := e.plugin.waits.nodeClaimFor(later[0].UID); nodeClaim != "default-a" {
 		t.Errorf("the replica waits for %q, want default-a", nodeClaim)
 	}
+}
+
+// TestNextBatchPlansTheFreeSlots: after a ReplicaSet's replica took one of its slots (any of
+// them), the next batch plans the replicas still missing as the virtual pods of the slots
+// still free — the ones the NodeClaims list — not as indexes from 0, which would leave the
+// free slots' room unplanned and buy new NodeClaims for the rest.
+func TestNextBatchPlansTheFreeSlots(t *testing.T) {
+	rs := testReplicaSet("web", 3)
+	later := replicasOf(rs, 2)[1:]
+	e := newSlotEnv(t, rs, "ReplicaSet", later)
+	p := e.plugin
+	p.workloads = testWorkloadListers(t, rs)
+	// The replica takes the slot of index 0, the one a batch counting from 0 would plan.
+	p.mu.Lock()
+	if _, _, ok := p.slots.take(rs.UID, buffer.ReplicaUID(rs.UID, 0), e.clock.Now()); !ok {
+		t.Fatal("no slot of index 0")
+	}
+	free := sets.List(p.slots.byWorkload[rs.UID])
+	p.mu.Unlock()
+	if len(free) != 1 || free[0] != buffer.ReplicaUID(rs.UID, 1) {
+		t.Fatalf("free slots %v, want index 1's only", free)
+	}
+	virtual := p.missingReplicaPods(t.Context(), []*corev1.Pod{later[0]}, buffer.MaxVirtualPods)
+	if len(virtual) != 1 || virtual[0].UID != free[0] || !buffer.IsVirtual(virtual[0]) {
+		t.Errorf("the next batch plans %v, want the free slot's virtual pod %s", uidsOf(virtual), free[0])
+	}
+}
+
+func uidsOf(pods []*corev1.Pod) []types.UID {
+	out := make([]types.UID, len(pods))
+	for i, pod := range pods {
+		out[i] = pod.UID
+	}
+	return out
 }

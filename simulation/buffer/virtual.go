@@ -28,20 +28,30 @@ func IsVirtual(pod *corev1.Pod) bool {
 	if owner == nil {
 		return false
 	}
-	i := strings.LastIndexByte(pod.Name, '-')
-	if i < 0 {
-		return false
-	}
-	index, err := strconv.Atoi(pod.Name[i+1:])
-	if err != nil || index < 0 {
+	index, ok := VirtualIndex(pod)
+	if !ok {
 		return false
 	}
 	if isBufferRef(owner) {
 		_, ok := pod.Annotations[AnnotationKey]
 		return ok && pod.UID == uid(owner.UID, index)
 	}
-	_, ok := pod.Annotations[ReplicaAnnotationKey]
+	_, ok = pod.Annotations[ReplicaAnnotationKey]
 	return ok && pod.UID == ReplicaUID(owner.UID, index)
+}
+
+// VirtualIndex returns the index a virtual pod's name ends with (its replica's, or its
+// buffer's), which its UID derives from; ok is false for a name without one.
+func VirtualIndex(pod *corev1.Pod) (int, bool) {
+	i := strings.LastIndexByte(pod.Name, '-')
+	if i < 0 {
+		return 0, false
+	}
+	index, err := strconv.Atoi(pod.Name[i+1:])
+	if err != nil || index < 0 {
+		return 0, false
+	}
+	return index, true
 }
 
 func isBufferRef(owner *metav1.OwnerReference) bool {
