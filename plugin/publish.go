@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -186,31 +185,19 @@ func ownedByNodePool(nc *karpv1.NodeClaim, pool string) bool {
 // not say: it launched already), re-reading it on conflict so concurrent writers (another
 // profile) do not lose pods. Its spec is immutable; its launch takes the planned requests.
 func (p *Plugin) addPlannedPods(ctx context.Context, name string, pods []*corev1.Pod, requests corev1.ResourceList) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		nc := &karpv1.NodeClaim{}
-		if err := p.client.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
-			return fmt.Errorf("reading NodeClaim %s: %w", name, err)
-		}
+	return p.patchNodeClaim(ctx, name, false, func(nc *karpv1.NodeClaim) (bool, error) {
 		if !launching(nc) {
-			return fmt.Errorf("NodeClaim %s: %w", name, errNoLongerLaunching)
+			return false, fmt.Errorf("NodeClaim %s: %w", name, errNoLongerLaunching)
 		}
 		// It launched after the planner read it: its type is chosen, and may be too small.
 		if len(requests) > 0 && len(nc.Status.Allocatable) > 0 {
 			if err := scheduling.Fits(requests, nc.Status.Allocatable); err != nil {
-				return fmt.Errorf("NodeClaim %s launched too small for its planned pods: %w", name, err)
+				return false, fmt.Errorf("NodeClaim %s launched too small for its planned pods: %w", name, err)
 			}
 		}
-		before := nc.DeepCopy()
 		added := simulation.AddPlannedPods(nc, uids(pods)...)
 		raised := len(requests) > 0 && simulation.RaisePlannedRequests(nc, requests)
-		if !added && !raised {
-			return nil
-		}
-		patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
-		if err := p.client.Patch(ctx, nc, patch); err != nil {
-			return fmt.Errorf("annotating NodeClaim %s: %w", name, err)
-		}
-		return nil
+		return added || raised, nil
 	})
 }
 

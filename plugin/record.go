@@ -2,16 +2,13 @@ package plugin
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/component-base/metrics"
 	"k8s.io/klog/v2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/simulation"
@@ -100,26 +97,20 @@ func (p *Plugin) restorePlannedPods(ctx context.Context, name string, missing []
 	}
 	logger := klog.FromContext(ctx)
 	var restored *karpv1.NodeClaim
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		nc := &karpv1.NodeClaim{}
-		if err := p.client.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
-			return fmt.Errorf("reading NodeClaim %s: %w", name, err)
-		}
+	err := p.patchNodeClaim(ctx, name, false, func(nc *karpv1.NodeClaim) (bool, error) {
+		restored = nil
 		if !launching(nc) {
-			return nil
+			return false, nil
 		}
-		before := nc.DeepCopy()
+		before := nc.Annotations[simulation.PlannedPodsAnnotationKey]
 		valid := slices.DeleteFunc(simulation.PlannedPods(nc), func(uid types.UID) bool { return !validUID(uid) })
 		delete(nc.Annotations, simulation.PlannedPodsAnnotationKey)
 		simulation.AddPlannedPods(nc, append(valid, missing...)...)
-		if nc.Annotations[simulation.PlannedPodsAnnotationKey] == before.Annotations[simulation.PlannedPodsAnnotationKey] {
-			return nil
-		}
-		if err := p.client.Patch(ctx, nc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-			return fmt.Errorf("restoring the planned pods of NodeClaim %s: %w", name, err)
+		if nc.Annotations[simulation.PlannedPodsAnnotationKey] == before {
+			return false, nil
 		}
 		restored = nc
-		return nil
+		return true, nil
 	})
 	if err != nil {
 		logger.Error(err, "restoring a NodeClaim's planned-pods annotation failed", "NodeClaim", klog.KRef("", name))

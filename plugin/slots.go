@@ -15,13 +15,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/simulation"
@@ -490,36 +487,14 @@ func (p *Plugin) writeSlotsTaken(ctx context.Context, nodeClaim string, swaps ma
 	for _, pod := range swaps {
 		replicas = append(replicas, pod.UID)
 	}
-	// The informer's copy first: the patch's optimistic lock refuses it if it is stale, and
-	// the retries read the NodeClaim from the API server, as does a first read the informer
-	// cannot answer yet (a NodeClaim the batch has just created).
-	reader := p.nodeClaimCache
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		nc := &karpv1.NodeClaim{}
-		var err error
-		if reader != nil {
-			err = reader.Get(ctx, client.ObjectKey{Name: nodeClaim}, nc)
-		}
-		if reader == nil || apierrors.IsNotFound(err) {
-			err = p.client.Get(ctx, client.ObjectKey{Name: nodeClaim}, nc)
-		}
-		reader = nil
-		if err != nil {
-			return fmt.Errorf("reading NodeClaim %s: %w", nodeClaim, err)
-		}
+	// The informer's copy first: the replicas of a scale-up take their slots on NodeClaims
+	// the informer shows, and a read from it costs the API server nothing.
+	return p.patchNodeClaim(ctx, nodeClaim, true, func(nc *karpv1.NodeClaim) (bool, error) {
 		if nc.DeletionTimestamp != nil {
-			return fmt.Errorf("NodeClaim %s: %w", nodeClaim, errNoLongerLaunching)
+			return false, fmt.Errorf("NodeClaim %s: %w", nodeClaim, errNoLongerLaunching)
 		}
-		before := nc.DeepCopy()
 		removed := simulation.RemovePlannedPods(nc, virtual...)
 		added := simulation.AddPlannedPods(nc, replicas...)
-		if !removed && !added {
-			return nil
-		}
-		patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
-		if err := p.client.Patch(ctx, nc, patch); err != nil {
-			return fmt.Errorf("annotating NodeClaim %s: %w", nodeClaim, err)
-		}
-		return nil
+		return removed || added, nil
 	})
 }
