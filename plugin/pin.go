@@ -25,9 +25,11 @@ func (p *Plugin) PreFilter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod,
 	var virtual types.UID
 	awaitsSlots := false
 	if !ok {
-		nodeClaim, virtual, ok = p.takeSlot(pod)
-		node = p.launches.nodeOf(nodeClaim)
-		awaitsSlots = !ok && p.awaitsSlots(pod)
+		if nodeClaim, virtual, ok = p.takeSlot(pod); ok {
+			node = p.launches.nodeOf(nodeClaim)
+		} else {
+			awaitsSlots = p.awaitsSlots(pod)
+		}
 	}
 	p.mu.Unlock()
 	if awaitsSlots {

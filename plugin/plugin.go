@@ -210,10 +210,7 @@ func (p *Plugin) admit(ctx context.Context, pod *corev1.Pod, reasons, rejectedBy
 		}
 		// Its node is up and still rejects it for good: the capacity went to another pod, or
 		// the hold ran out. Plan again.
-		p.waits.forgetPod(pod.UID)
-		retry = p.holds.unpin(pod.UID)
-		p.holds.leavePlan(pod.UID)
-		p.declineSlots(pod.UID)
+		retry = p.leavePin(pod.UID)
 	}
 	added := p.pending.add(pod, reasons, p.clock.Now())
 	if added {

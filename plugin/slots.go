@@ -131,14 +131,21 @@ func (b *slotBook) take(workload types.UID, want types.UID, now time.Time) (type
 		perZone[b.slots[uid].zone]++
 		perNodeClaim[b.slots[uid].nodeClaim]++
 	}
-	best := slices.MinFunc(sets.List(uids), func(x, y types.UID) int {
-		sx, sy := b.slots[x], b.slots[y]
-		return cmp.Or(
+	var best types.UID
+	for uid := range uids {
+		if best == "" {
+			best = uid
+			continue
+		}
+		sx, sy := b.slots[uid], b.slots[best]
+		if cmp.Or(
 			cmp.Compare(perZone[sy.zone], perZone[sx.zone]),
 			cmp.Compare(perNodeClaim[sy.nodeClaim], perNodeClaim[sx.nodeClaim]),
 			strings.Compare(sx.nodeClaim, sy.nodeClaim),
-			strings.Compare(string(x), string(y)))
-	})
+			strings.Compare(string(uid), string(best))) < 0 {
+			best = uid
+		}
+	}
 	slot := b.slots[best]
 	b.remove(best)
 	return best, slot, true
@@ -146,7 +153,7 @@ func (b *slotBook) take(workload types.UID, want types.UID, now time.Time) (type
 
 // free returns workload's free slots, after dropping the expired ones.
 func (b *slotBook) free(workload types.UID, now time.Time) sets.Set[types.UID] {
-	for _, uid := range sets.List(b.byWorkload[workload]) {
+	for uid := range b.byWorkload[workload] { // remove deletes from the set ranged over: allowed
 		if !now.Before(b.slots[uid].expires) {
 			b.remove(uid)
 		}
@@ -167,7 +174,7 @@ func (p *Plugin) replicasComing(pod types.UID) bool {
 	if w, ok := p.workloadOf(taker.namespace, &taker.workload); ok && missingCount(w) > 0 {
 		return true
 	}
-	for _, uid := range sets.List(p.slots.byWorkload[taker.workload.UID]) {
+	for uid := range p.slots.byWorkload[taker.workload.UID] {
 		p.slots.remove(uid)
 	}
 	return false
@@ -227,10 +234,8 @@ func (p *Plugin) slotsComing(plan *simulation.Plan) {
 	defer p.mu.Unlock()
 	for _, claim := range plan.NewNodeClaims {
 		for _, pod := range claim.Pods {
-			if _, ok := pod.Annotations[buffer.ReplicaAnnotationKey]; ok && buffer.IsVirtual(pod) {
-				if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
-					p.slots.coming.Insert(ref.UID)
-				}
+			if workload, _, ok := buffer.MissingReplicaOf(pod); ok {
+				p.slots.coming.Insert(workload)
 			}
 		}
 	}
@@ -239,11 +244,11 @@ func (p *Plugin) slotsComing(plan *simulation.Plan) {
 // awaitsSlots reports whether pod is a replica whose workload's slots the batch being
 // published is creating. Callers hold p.mu.
 func (p *Plugin) awaitsSlots(pod *corev1.Pod) bool {
-	if p.slots.coming.Len() == 0 || p.planning.Has(pod.UID) || p.slots.declined.Has(pod.UID) || !p.names.Has(pod.Spec.SchedulerName) {
+	if p.slots.coming.Len() == 0 {
 		return false
 	}
-	ref := metav1.GetControllerOfNoCopy(pod)
-	return ref != nil && p.slots.coming.Has(ref.UID)
+	workload, _, ok := p.slotKey(pod)
+	return ok && p.slots.coming.Has(workload)
 }
 
 // recordSlots records the missing replicas among pods, planned onto the new NodeClaim
@@ -254,12 +259,8 @@ func (p *Plugin) recordSlots(nc *karpv1.NodeClaim, plan uint64, pods []*corev1.P
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, pod := range pods {
-		if _, ok := pod.Annotations[buffer.ReplicaAnnotationKey]; !ok || !buffer.IsVirtual(pod) {
-			continue
-		}
-		index, _ := buffer.VirtualIndex(pod)
-		if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
-			p.slots.add(pod.UID, replicaSlot{workload: ref.UID, nodeClaim: nc.Name, zone: zone, index: index, plan: plan, expires: expires})
+		if workload, index, ok := buffer.MissingReplicaOf(pod); ok {
+			p.slots.add(pod.UID, replicaSlot{workload: workload, nodeClaim: nc.Name, zone: zone, index: index, plan: plan, expires: expires})
 		}
 	}
 }
@@ -283,24 +284,19 @@ func nodeClaimZone(nc *karpv1.NodeClaim) string {
 // while the NodeClaim planned for it in its own is dropped would leave the zones as the plan
 // did not count them. The caller holds p.mu, and calls slotTaken once it has let go of it.
 func (p *Plugin) takeSlot(pod *corev1.Pod) (nodeClaim string, virtual types.UID, ok bool) {
-	if len(p.slots.slots) == 0 || p.slots.declined.Has(pod.UID) || p.planning.Has(pod.UID) ||
-		!p.names.Has(pod.Spec.SchedulerName) || pod.DeletionTimestamp != nil {
+	if len(p.slots.slots) == 0 {
 		return "", "", false
 	}
-	ref := metav1.GetControllerOfNoCopy(pod)
-	if ref == nil {
+	workload, want, ok := p.slotKey(pod)
+	if !ok {
 		return "", "", false
 	}
-	want, identified := replicaIdentity(pod, ref)
-	if !identified {
-		return "", "", false
-	}
-	virtual, slot, ok := p.slots.take(ref.UID, want, p.clock.Now())
+	virtual, slot, ok := p.slots.take(workload, want, p.clock.Now())
 	if !ok {
 		return "", "", false
 	}
 	p.refs[pod.UID] = types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
-	p.slots.takenBy[pod.UID] = slotTaker{namespace: pod.Namespace, workload: *ref}
+	p.slots.takenBy[pod.UID] = slotTaker{namespace: pod.Namespace, workload: *metav1.GetControllerOfNoCopy(pod)}
 	p.waits.assign(slot.nodeClaim, pod.UID)
 	p.holds.addToPlan(slot.plan, pod.UID)
 	p.pending.remove(pod.UID)
@@ -311,15 +307,11 @@ func (p *Plugin) takeSlot(pod *corev1.Pod) (nodeClaim string, virtual types.UID,
 // slotFor reports whether a free slot waits for pod (what takeSlot would take, outside a
 // batch). Callers hold p.mu.
 func (p *Plugin) slotFor(pod *corev1.Pod) bool {
-	ref := metav1.GetControllerOfNoCopy(pod)
-	if ref == nil || p.slots.declined.Has(pod.UID) {
+	workload, want, ok := p.slotKey(pod)
+	if !ok {
 		return false
 	}
-	want, identified := replicaIdentity(pod, ref)
-	if !identified {
-		return false
-	}
-	free := p.slots.free(ref.UID, p.clock.Now())
+	free := p.slots.free(workload, p.clock.Now())
 	if want != "" {
 		return free.Has(want)
 	}
@@ -353,6 +345,22 @@ func (p *Plugin) retryForSlots(ctx context.Context) {
 	}
 }
 
+// slotKey returns the workload whose slots pod may take and the one slot it must take ("" when
+// any will do); ok is false when pod takes none: it left a pin, is not served, is being
+// deleted, is of the batch being planned, or has no controller or no identity to read.
+// Callers hold p.mu.
+func (p *Plugin) slotKey(pod *corev1.Pod) (workload, want types.UID, ok bool) {
+	if p.slots.declined.Has(pod.UID) || p.planning.Has(pod.UID) || !p.names.Has(pod.Spec.SchedulerName) || pod.DeletionTimestamp != nil {
+		return "", "", false
+	}
+	ref := metav1.GetControllerOfNoCopy(pod)
+	if ref == nil {
+		return "", "", false
+	}
+	want, identified := replicaIdentity(pod, ref)
+	return ref.UID, want, identified
+}
+
 // replicaIdentity returns the UID of the virtual pod that stands for pod when pod's
 // controller creates replicas with an identity (a StatefulSet's ordinal, an Indexed Job's
 // completion index), "" when any slot of the workload will do; identified is false when pod
@@ -383,10 +391,16 @@ func replicaIdentity(pod *corev1.Pod, ref *metav1.OwnerReference) (want types.UI
 	return "", true
 }
 
-// declineSlots records that uid takes no replica slot from now on: it left a pin.
-func (p *Plugin) declineSlots(uid types.UID) {
+// leavePin ends uid's wait for its NodeClaim and its place in its plan, so that it is planned
+// again, and returns the held pods to retry; it takes no replica slot from then on. Callers
+// hold p.mu.
+func (p *Plugin) leavePin(uid types.UID) []types.UID {
+	p.waits.forgetPod(uid)
+	retry := p.holds.unpin(uid)
+	p.holds.leavePlan(uid)
 	delete(p.slots.takenBy, uid)
 	p.slots.declined.Insert(uid)
+	return retry
 }
 
 // slotTaken tells pod that it waits for nodeClaim and has the slot writer record it on the
@@ -465,10 +479,7 @@ func (p *Plugin) writeSlots(ctx context.Context) {
 			for _, pod := range swaps {
 				p.launches.abandonWrite(nodeClaim, pod.UID)
 				if current, ok := p.waits.nodeClaimFor(pod.UID); ok && current == nodeClaim {
-					p.waits.forgetPod(pod.UID)
-					retry = append(append(retry, p.holds.unpin(pod.UID)...), pod.UID)
-					p.holds.leavePlan(pod.UID)
-					p.declineSlots(pod.UID)
+					retry = append(append(retry, p.leavePin(pod.UID)...), pod.UID)
 				}
 			}
 			p.mu.Unlock()

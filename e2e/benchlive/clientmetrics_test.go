@@ -23,25 +23,37 @@ import (
 // and the time its requests waited for a client-side rate limiter, in total. Every client of
 // the process counts (kube-scheduler's, its event client's and the plugin's).
 func schedulerClientUse(ctx context.Context, env *framework.Env) (string, error) {
+	body, err := schedulerGet(ctx, env, "/metrics")
+	if err != nil {
+		return "", fmt.Errorf("scheduler metrics: %w", err)
+	}
+	defer body.Close()
+	return clientUse(body)
+}
+
+// schedulerGet reads path from joinery-scheduler's secure port (kube-scheduler's, which
+// authenticates and authorizes the caller: the admin kubeconfig's identity may read it).
+func schedulerGet(ctx context.Context, env *framework.Env, path string) (io.ReadCloser, error) {
 	cfg := rest.CopyConfig(env.RESTConfig)
 	cfg.TLSClientConfig.Insecure, cfg.TLSClientConfig.CAData, cfg.TLSClientConfig.CAFile = true, nil, ""
 	transport, err := rest.TransportFor(cfg)
 	if err != nil {
-		return "", fmt.Errorf("scheduler metrics: %w", err)
+		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, env.Cluster.SchedulerMetricsURL(), nil)
+	url := strings.TrimSuffix(env.Cluster.SchedulerMetricsURL(), "/metrics") + path
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return "", fmt.Errorf("scheduler metrics: %w", err)
+		return nil, err
 	}
 	resp, err := (&http.Client{Transport: transport}).Do(req)
 	if err != nil {
-		return "", fmt.Errorf("scheduler metrics: %w", err)
+		return nil, err
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("scheduler metrics: %s", resp.Status)
+		resp.Body.Close()
+		return nil, fmt.Errorf("%s: %s", url, resp.Status)
 	}
-	return clientUse(resp.Body)
+	return resp.Body, nil
 }
 
 // profileSeconds is how long a scale-up's CPU profile runs: past every workload's all Running.
@@ -63,25 +75,11 @@ func profileScheduler(t *testing.T, env *framework.Env, path string) (wait func(
 }
 
 func fetchProfile(ctx context.Context, env *framework.Env, path string) error {
-	cfg := rest.CopyConfig(env.RESTConfig)
-	cfg.TLSClientConfig.Insecure, cfg.TLSClientConfig.CAData, cfg.TLSClientConfig.CAFile = true, nil, ""
-	transport, err := rest.TransportFor(cfg)
+	body, err := schedulerGet(ctx, env, fmt.Sprintf("/debug/pprof/profile?seconds=%d", profileSeconds))
 	if err != nil {
 		return err
 	}
-	url := strings.TrimSuffix(env.Cluster.SchedulerMetricsURL(), "/metrics") + fmt.Sprintf("/debug/pprof/profile?seconds=%d", profileSeconds)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := (&http.Client{Transport: transport}).Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s", url, resp.Status)
-	}
+	defer body.Close()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
@@ -89,7 +87,7 @@ func fetchProfile(ctx context.Context, env *framework.Env, path string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
+	if _, err := io.Copy(f, body); err != nil {
 		f.Close()
 		return err
 	}

@@ -77,10 +77,22 @@ func TestMissingReplicasAreVirtual(t *testing.T) {
 			t.Errorf("pod %d: UID %s then %s, want deterministic", i, p.UID, again[i].UID)
 		}
 	}
+	for i, p := range pods {
+		if workload, index, ok := MissingReplicaOf(p); !ok || workload != w.Ref.UID || index != i {
+			t.Errorf("pod %d: MissingReplicaOf = %s, %d, %v; want %s, %d, true", i, workload, index, ok, w.Ref.UID, i)
+		}
+	}
 	real := pods[0].DeepCopy()
 	real.UID = "random-from-the-api-server"
 	if IsVirtual(real) {
 		t.Error("a real pod with a missing replica's metadata counts as virtual")
+	}
+	if _, _, ok := MissingReplicaOf(real); ok {
+		t.Error("a real pod with a missing replica's metadata counts as a missing replica")
+	}
+	b := testBuffer("warm", true, 1)
+	if _, _, ok := MissingReplicaOf(VirtualPods(b, &testTemplate().Template, 1)[0]); ok {
+		t.Error("a buffer's virtual pod counts as a missing replica")
 	}
 	replica := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web-7d9-abcde", Namespace: "team", UID: "real", Labels: map[string]string{"app": "web"}, OwnerReferences: pods[0].OwnerReferences},

@@ -40,6 +40,18 @@ func IsVirtual(pod *corev1.Pod) bool {
 	return ok && pod.UID == ReplicaUID(owner.UID, index)
 }
 
+// MissingReplicaOf returns the controller's UID and the replica's index when pod is the
+// virtual pod of a missing replica (MissingReplicas); ok is false for any other pod, a
+// buffer's virtual pods included.
+func MissingReplicaOf(pod *corev1.Pod) (workload types.UID, index int, ok bool) {
+	owner := metav1.GetControllerOfNoCopy(pod)
+	if owner == nil || isBufferRef(owner) || !IsVirtual(pod) {
+		return "", 0, false
+	}
+	index, _ = VirtualIndex(pod)
+	return owner.UID, index, true
+}
+
 // VirtualIndex returns the index a virtual pod's name ends with (its replica's, or its
 // buffer's), which its UID derives from; ok is false for a name without one.
 func VirtualIndex(pod *corev1.Pod) (int, bool) {
