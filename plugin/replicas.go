@@ -16,6 +16,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/joinery-dev/joinery/scheduling"
 	"github.com/joinery-dev/joinery/simulation/buffer"
@@ -122,6 +123,33 @@ func (p *Plugin) replicaSetReplicas(namespace string, ref *metav1.OwnerReference
 		}
 	}
 	return buffer.Workload{Ref: *ref, Namespace: namespace, Template: &rs.Spec.Template, Missing: *rs.Spec.Replicas - active}, true
+}
+
+// desiredReplicas is how many replicas the workload ref names in namespace wants now, read
+// from its spec alone (no pods listed: PreFilter asks it): a ReplicaSet's or StatefulSet's
+// spec.replicas, a Job's parallelism. ok is false when it cannot be read.
+func (p *Plugin) desiredReplicas(namespace string, ref *metav1.OwnerReference) (int32, bool) {
+	if p.workloads == nil || ref == nil || ref.APIVersion != appsv1.SchemeGroupVersion.String() && ref.APIVersion != batchv1.SchemeGroupVersion.String() {
+		return 0, false
+	}
+	switch ref.Kind {
+	case "ReplicaSet":
+		rs, err := p.workloads.replicaSets.ReplicaSets(namespace).Get(ref.Name)
+		if err == nil && rs.UID == ref.UID && rs.Spec.Replicas != nil {
+			return *rs.Spec.Replicas, true
+		}
+	case "StatefulSet":
+		sts, err := p.workloads.statefulSets.StatefulSets(namespace).Get(ref.Name)
+		if err == nil && sts.UID == ref.UID && sts.Spec.Replicas != nil {
+			return *sts.Spec.Replicas, true
+		}
+	case "Job":
+		job, err := p.workloads.jobs.Jobs(namespace).Get(ref.Name)
+		if err == nil && job.UID == ref.UID {
+			return ptr.Deref(job.Spec.Parallelism, 1), true
+		}
+	}
+	return 0, false
 }
 
 // controlledPods lists the pods selector selects in namespace whose controller is uid, as

@@ -53,6 +53,9 @@ type replicaSlot struct {
 	index     int    // the virtual pod's index, which its UID derives from
 	plan      uint64 // the batch's plan, which the replica joins (holds)
 	expires   time.Time
+	// desired is how many replicas the workload wanted when the slot was recorded (0: not
+	// read). Once it wants fewer, the scale-up the slot was planned for is over.
+	desired int32
 }
 
 // slotTaker is the workload of a pod that took a slot.
@@ -217,6 +220,19 @@ func (b *slotBook) keepFreeSlots(w *buffer.Workload, now time.Time) {
 	}
 }
 
+// dropScaledDown forgets workload's free slots recorded when it wanted more replicas than
+// desired, which it wants now. A scale-down ends the scale-up they were planned for: the pods
+// the workload creates after it replace pods evicted or deleted (a consolidation's drain),
+// and a slot would pin them to a node other than the one the disruption planned for them —
+// an older node whose consolidateAfter each such pod restarts.
+func (b *slotBook) dropScaledDown(workload types.UID, desired int32) {
+	for uid := range b.byWorkload[workload] { // remove deletes from the set ranged over: allowed
+		if b.slots[uid].desired > desired {
+			b.remove(uid)
+		}
+	}
+}
+
 // dropNodeClaim forgets the slots on nodeClaim (it is gone).
 func (b *slotBook) dropNodeClaim(nodeClaim string) {
 	for uid, slot := range b.slots {
@@ -256,12 +272,31 @@ func (p *Plugin) awaitsSlots(pod *corev1.Pod) bool {
 func (p *Plugin) recordSlots(nc *karpv1.NodeClaim, plan uint64, pods []*corev1.Pod) {
 	expires := p.clock.Now().Add(replicaSlotTTL)
 	zone := nodeClaimZone(nc)
+	desired := map[types.UID]int32{}
+	for _, pod := range pods {
+		if workload, _, ok := buffer.MissingReplicaOf(pod); ok {
+			if _, read := desired[workload]; !read {
+				desired[workload], _ = p.desiredReplicas(pod.Namespace, metav1.GetControllerOfNoCopy(pod))
+			}
+		}
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, pod := range pods {
 		if workload, index, ok := buffer.MissingReplicaOf(pod); ok {
-			p.slots.add(pod.UID, replicaSlot{workload: workload, nodeClaim: nc.Name, zone: zone, index: index, plan: plan, expires: expires})
+			p.slots.add(pod.UID, replicaSlot{workload: workload, nodeClaim: nc.Name, zone: zone, index: index, plan: plan, expires: expires, desired: desired[workload]})
 		}
+	}
+}
+
+// dropSlotsScaledDown drops the free slots of pod's workload that were planned before it was
+// scaled down (slotBook.dropScaledDown). Callers hold p.mu.
+func (p *Plugin) dropSlotsScaledDown(pod *corev1.Pod, workload types.UID) {
+	if p.slots.byWorkload[workload].Len() == 0 {
+		return
+	}
+	if desired, ok := p.desiredReplicas(pod.Namespace, metav1.GetControllerOfNoCopy(pod)); ok {
+		p.slots.dropScaledDown(workload, desired)
 	}
 }
 
@@ -291,6 +326,7 @@ func (p *Plugin) takeSlot(pod *corev1.Pod) (nodeClaim string, virtual types.UID,
 	if !ok {
 		return "", "", false
 	}
+	p.dropSlotsScaledDown(pod, workload)
 	virtual, slot, ok := p.slots.take(workload, want, p.clock.Now())
 	if !ok {
 		return "", "", false
@@ -311,6 +347,7 @@ func (p *Plugin) slotFor(pod *corev1.Pod) bool {
 	if !ok {
 		return false
 	}
+	p.dropSlotsScaledDown(pod, workload)
 	free := p.slots.free(workload, p.clock.Now())
 	if want != "" {
 		return free.Has(want)

@@ -85,7 +85,9 @@ type slotEnv struct {
 	workload metav1.OwnerReference
 }
 
-func newSlotEnv(t *testing.T, owner client.Object, kind string, later []*corev1.Pod) *slotEnv {
+// newSlotEnv builds the slotEnv; before its batch, each of before changes the plugin (gives it
+// the workload listers, for instance).
+func newSlotEnv(t *testing.T, owner client.Object, kind string, later []*corev1.Pod, before ...func(*Plugin)) *slotEnv {
 	t.Helper()
 	ref := *metav1.NewControllerRef(owner, appsv1.SchemeGroupVersion.WithKind(kind))
 	workload := buffer.Workload{Ref: ref, Namespace: "ns", Template: &corev1.PodTemplateSpec{
@@ -118,6 +120,9 @@ func newSlotEnv(t *testing.T, owner client.Object, kind string, later []*corev1.
 	p.planner = plannerFunc(func(context.Context, []*corev1.Pod) (*simulation.Plan, error) {
 		return &simulation.Plan{NewNodeClaims: []*simulation.PlannedNodeClaim{{NodeClaim: planned, Pods: append([]*corev1.Pod{first}, virtual...)}}}, nil
 	})
+	for _, change := range before {
+		change(p)
+	}
 	postFilterMessage(t, p, first)
 	p.provisionBatch(t.Context())
 	if nodeClaim, ok := p.waits.nodeClaimFor(first.UID); !ok || nodeClaim != "default-a" {
@@ -197,6 +202,42 @@ func TestReplicaTakesItsSlot(t *testing.T) {
 	code, nodeClaim := e.preFilter(t, later[2])
 	if code != fwk.Success || nodeClaim != "" {
 		t.Errorf("replica beyond the slots: PreFilter %v, waits for %q; want Success, waiting for nothing", code, nodeClaim)
+	}
+}
+
+// TestScaledDownWorkloadTakesNoSlot (issue 24): once a ReplicaSet is scaled below the count
+// its slots were planned for, the scale-up is over: the pods it creates after that replace
+// pods a consolidation evicted, and take no slot left free. Before, they did: pinned to an
+// older node's slot, they restarted its consolidateAfter and the next command was refused.
+// A ReplicaSet scaled up meanwhile keeps its slots.
+func TestScaledDownWorkloadTakesNoSlot(t *testing.T) {
+	cases := []struct {
+		name     string
+		replicas int32
+		wantSlot bool
+	}{
+		{"scaled down", 2, false},
+		{"same scale", 4, true},
+		{"scaled up", 6, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rs := testReplicaSet("web", 4)
+			later := replicasOf(rs, 4)[1:]
+			e := newSlotEnv(t, rs, "ReplicaSet", later, func(p *Plugin) { p.workloads = testWorkloadListers(t, rs) })
+			e.plugin.workloads = testWorkloadListers(t, testReplicaSet("web", tc.replicas))
+
+			code, nodeClaim := e.preFilter(t, later[0])
+			if took := code == fwk.UnschedulableAndUnresolvable && nodeClaim == "default-a"; took != tc.wantSlot {
+				t.Errorf("PreFilter %v, waits for %q; took a slot: %v, want %v", code, nodeClaim, took, tc.wantSlot)
+			}
+			e.plugin.mu.Lock()
+			free := e.plugin.slots.byWorkload[rs.UID].Len()
+			e.plugin.mu.Unlock()
+			if wantFree := map[bool]int{true: 1, false: 0}[tc.wantSlot]; free != wantFree {
+				t.Errorf("%d free slots left, want %d", free, wantFree)
+			}
+		})
 	}
 }
 
