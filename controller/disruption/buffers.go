@@ -35,6 +35,7 @@ func (c *Controller) load(ctx context.Context) (*Cluster, error) {
 	cluster, err := LoadCluster(ctx, c.client)
 	if err == nil {
 		c.assumeStarted(cluster)
+		c.markArrivals(cluster)
 	}
 	if err == nil && c.opts.Zones != nil {
 		cluster.Suspended = c.opts.Zones.DisruptionSuspended

@@ -55,6 +55,10 @@ type Cluster struct {
 	// cluster as it is while it runs: those nodes keep their pods, and take no new one (they
 	// carry the disrupted taint in the simulation, as the candidates will for real).
 	closed map[string]bool
+	// arriving are the nodes, by name, that pods of commands already started are moving to
+	// (Controller.arrivals): no candidates while they do. Unlike the reservations above, it
+	// holds for the whole pass, validations included.
+	arriving map[string]bool
 }
 
 // reserve sets cmd's candidates aside for the rest of the pass (Cluster.reserved), or, when
@@ -92,9 +96,20 @@ func (c *Cluster) reserve(cmd *Command) {
 }
 
 // setAside reports whether nc, on node, is reserved, closed or receiving pods of a command the
-// pass already chose (Cluster.reserved, Cluster.closed, Cluster.receiving).
+// pass already chose, or of one started (Cluster.reserved, Cluster.closed, Cluster.receiving,
+// Cluster.arriving).
 func (c *Cluster) setAside(nc *karpv1.NodeClaim, node *corev1.Node) bool {
-	return c.reserved[nc.Name] != nil || c.receiving[nc.Name] || (node != nil && (c.receiving[node.Name] || c.closed[node.Name]))
+	return c.reserved[nc.Name] != nil || c.receiving[nc.Name] || (node != nil && (c.receiving[node.Name] || c.closed[node.Name] || c.arriving[node.Name]))
+}
+
+// nodeClaimAt is the NodeClaim named name, or the one whose node is named name; nil for none.
+func (c *Cluster) nodeClaimAt(name string) *karpv1.NodeClaim {
+	for _, nc := range c.NodeClaims {
+		if nc.Name == name || nc.Status.NodeName == name {
+			return nc
+		}
+	}
+	return nil
 }
 
 // unreserve lifts every reservation.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
@@ -186,7 +187,16 @@ func (s *SingleNodeConsolidation) ComputeCommand(ctx context.Context, c *Cluster
 	deadline := start.Add(timeout)
 	prices := newPriceBook(s.InstanceTypes, c)
 	var blocked []Blocked
+	// fallback is the first replacing command found that moves pods onto another candidate;
+	// a few more candidates are tried for one that does not (disturbs).
+	var fallback *Command
+	lookahead := 0
 	for _, cand := range s.order(cands, start) {
+		if fallback != nil {
+			if lookahead++; lookahead > maxLookahead {
+				break
+			}
+		}
 		if allowed[cand.NodePool.Name] <= 0 {
 			blocked = append(blocked, budgetBlocked(cand, s.Reason()))
 			continue
@@ -214,9 +224,96 @@ func (s *SingleNodeConsolidation) ComputeCommand(ctx context.Context, c *Cluster
 			return nil, blocked, err
 		}
 		cmd.Method = s.Name()
+		if fallback == nil && disturbs(c, cmd, cands, start) {
+			fallback = cmd
+			continue
+		}
 		return cmd, blocked, nil
 	}
-	return nil, blocked, nil
+	if fallback != nil && waitsForDisturbed(c, fallback, start) {
+		return nil, blocked, nil
+	}
+	return fallback, blocked, nil
+}
+
+// maxLookahead bounds how many more candidates single-node consolidation simulates, once it
+// has found a command that disturbs other nodes, for one that does not.
+const maxLookahead = 8
+
+// imminentWindow is how soon a node's consolidateAfter must end for a command that would move
+// pods onto it to wait for it (waitsForDisturbed): the consolidation validation delay.
+const imminentWindow = DefaultConsolidationValidationDelay
+
+// disturbs reports whether cmd launches replacements and moves pods onto the node of another
+// of cands, or of a node whose consolidateAfter ends within imminentWindow: the pods landing
+// there restart that node's consolidateAfter, so a command for it chosen in the same pass is
+// refused at its validation, and its pods move twice. A zone spread after a scale-down does
+// this: a zone's pods must go to the zones below it, so replacing the nodes of the fullest
+// zone first disturbs every other, while replacing those of the emptiest first keeps each
+// zone's pods on its own replacement. A delete decision disturbs by design (its pods fill the
+// others' room) and is never held back.
+func disturbs(c *Cluster, cmd *Command, cands []*Candidate, now time.Time) bool {
+	if len(cmd.Replacements) == 0 {
+		return false
+	}
+	mine := map[string]bool{}
+	for _, cand := range cmd.Candidates {
+		mine[cand.Name()] = true
+	}
+	others := map[string]bool{}
+	for _, cand := range cands {
+		if !mine[cand.Name()] {
+			others[cand.Name()], others[cand.Node.Name] = true, true
+		}
+	}
+	for _, dest := range cmd.Destinations {
+		if others[dest] {
+			return true
+		}
+		if nc := c.nodeClaimAt(dest); nc != nil && !mine[nc.Name] && consolidatableWithin(nc, c.NodePoolOf(nc), now, imminentWindow) {
+			return true
+		}
+	}
+	return false
+}
+
+// waitsForDisturbed reports whether cmd, the only command found and one that disturbs other
+// nodes, should wait instead: a node it moves pods onto becomes Consolidatable within
+// imminentWindow, when the pass sees both and can replace that node first. Its candidates
+// became Consolidatable less than imminentWindow ago, so a command waits once, never longer.
+func waitsForDisturbed(c *Cluster, cmd *Command, now time.Time) bool {
+	for _, cand := range cmd.Candidates {
+		cond := meta.FindStatusCondition(cand.NodeClaim.Status.Conditions, karpv1.ConditionTypeConsolidatable)
+		if cond == nil || now.Sub(cond.LastTransitionTime.Time) >= imminentWindow {
+			return false
+		}
+	}
+	for _, dest := range cmd.Destinations {
+		if nc := c.nodeClaimAt(dest); nc != nil && consolidatableWithin(nc, c.NodePoolOf(nc), now, imminentWindow) {
+			return true
+		}
+	}
+	return false
+}
+
+// consolidatableWithin reports whether nc, not Consolidatable yet, becomes so within window of
+// now: its NodePool consolidates underused nodes, and consolidateAfter ends by then since the
+// later of its last pod event and its initialization (the podevents controller's rule).
+func consolidatableWithin(nc *karpv1.NodeClaim, np *karpv1.NodePool, now time.Time, window time.Duration) bool {
+	if np == nil || !consolidatesUnderused(np) || np.Spec.Disruption.ConsolidateAfter.Duration == nil ||
+		meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeConsolidatable) {
+		return false
+	}
+	initialized := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeInitialized)
+	if initialized == nil || initialized.Status != metav1.ConditionTrue {
+		return false
+	}
+	since := nc.Status.LastPodEventTime.Time
+	if initialized.LastTransitionTime.After(since) {
+		since = initialized.LastTransitionTime.Time
+	}
+	at := since.Add(*np.Spec.Disruption.ConsolidateAfter.Duration)
+	return now.Before(at) && at.Sub(now) <= window
 }
 
 // Revalidate recomputes the command over the fresh candidates after the validation delay:

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -23,6 +24,7 @@ import (
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/cloudprovider/kwok/catalog"
+	"github.com/joinery-dev/joinery/internal/testpods"
 	"github.com/joinery-dev/joinery/simulation"
 )
 
@@ -449,4 +451,130 @@ type fixedRecord map[cloudprovider.OfferingKey]time.Time
 
 func (r fixedRecord) Unavailable(context.Context) (map[cloudprovider.OfferingKey]time.Time, error) {
 	return r, nil
+}
+
+// TestSingleNodeConsolidationPrefersACommandThatDisturbsNoOtherCandidate (issue 24): node a
+// comes first in disruption-cost order, but replacing it moves a pod onto node b (the pod must
+// sit beside b's anchor), which is a candidate too: that pod would restart b's
+// consolidateAfter, b's command would be refused at its validation, and the pod would move
+// twice. Replacing b first disturbs no other node, so that is the command. The live
+// scale-down did this with a zone spread: replacing the fullest zone's node first pushed its
+// pods onto the other zones' nodes, each of which then waited its consolidateAfter again.
+func TestSingleNodeConsolidationPrefersACommandThatDisturbsNoOtherCandidate(t *testing.T) {
+	its := testCatalog(t, 0)
+	cluster, _ := loadCluster(t, disturbingObjects(its)...)
+	m := &SingleNodeConsolidation{Consolidation: Consolidation{Simulator: newSolverSimulator(t, its), InstanceTypes: benchTypes(its)}}
+	cands, _ := cluster.Candidates(m.Reason(), m.Class())
+	if order := names(m.order(cands, epoch)); !slices.Equal(order, []string{"a", "b"}) {
+		t.Fatalf("disruption-cost order %v, want a first", order)
+	}
+	// a alone: its command moves a-follow onto b.
+	aOnly, err := m.evaluate(context.Background(), cluster, newPriceBook(m.InstanceTypes, cluster), cands[:1], true)
+	if err != nil {
+		t.Fatalf("replacing a: %v", err)
+	}
+	if !disturbs(cluster, aOnly, cands, epoch) {
+		t.Fatalf("a's command %s (moves %v) does not disturb b; the test no longer shows the case", aOnly, aOnly.Destinations)
+	}
+	allowed, _ := cluster.Allowed(m.Reason(), epoch)
+	cmd, _, err := m.ComputeCommand(context.Background(), cluster, allowed, cands)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cmd == nil || !slices.Equal(cmd.CandidateNames(), []string{"b"}) || disturbs(cluster, cmd, cands, epoch) {
+		t.Fatalf("command %v, want b replaced, disturbing no other candidate", cmd)
+	}
+}
+
+// disturbingObjects: nodes a and b, large, on demand. Replacing a moves its pod a-follow onto
+// b (it must sit beside b's anchor), while a-solo needs a new node; b's anchor needs a new
+// node too, and a costly deletion puts b after a in disruption-cost order. change adjusts each
+// NodeClaim.
+func disturbingObjects(its cloudprovider.InstanceTypes, change ...ncOption) []client.Object {
+	solo := podOption(testpods.AntiAffine(corev1.LabelHostname, "solo"))
+	follow := func(p *corev1.Pod) {
+		testpods.Affinity(p).PodAffinity = &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "anchor"}}}}}
+	}
+	costly := func(p *corev1.Pod) { p.Annotations = map[string]string{PodDeletionCostAnnotationKey: "1000000000"} }
+	objs := []client.Object{testNodePool("default", onDemandOnly)}
+	objs = append(objs, pair(testNode("a", "default", append([]ncOption{typed(its, "large", "on-demand")}, change...)...))...)
+	objs = append(objs, pair(testNode("b", "default", append([]ncOption{typed(its, "large", "on-demand")}, change...)...))...)
+	objs = append(objs,
+		cpuPod("a-solo", "node-a", "100m"), cpuPod("a-follow", "node-a", "100m"),
+		cpuPod("anchor", "node-b", "100m"))
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok {
+			switch p.Name {
+			case "a-solo":
+				labelled("app", "solo")(p)
+				solo(p)
+			case "a-follow":
+				follow(p)
+			case "anchor":
+				labelled("app", "solo")(p)
+				labelled("tier", "anchor")(p)
+				solo(p)
+				costly(p)
+			}
+		}
+	}
+	return objs
+}
+
+// TestSingleNodeConsolidationWaitsForANodeItWouldDisturb (issue 24): replacing a moves a pod
+// onto b, whose consolidateAfter ends in a few seconds. The pass waits for it, once: seeing
+// both, it replaces b first and moves each pod once. It does not wait for a node further
+// off, nor when a has waited the validation delay already.
+func TestSingleNodeConsolidationWaitsForANodeItWouldDisturb(t *testing.T) {
+	now := epoch.Add(time.Hour)
+	tests := []struct {
+		name                    string
+		aConsolidatableFor, bIn time.Duration
+		want                    string
+	}{
+		{name: "b consolidatable in 5s: wait", aConsolidatableFor: time.Second, bIn: 5 * time.Second, want: ""},
+		{name: "b consolidatable in 20s: replace a", aConsolidatableFor: time.Second, bIn: 20 * time.Second, want: "a"},
+		{name: "a waited already: replace a", aConsolidatableFor: imminentWindow, bIn: 5 * time.Second, want: "a"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			its := testCatalog(t, 0)
+			objs := disturbingObjects(its, func(nc *karpv1.NodeClaim, _ *corev1.Node) {
+				switch nc.Name {
+				case "a":
+					meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeConsolidatable).LastTransitionTime = metav1.NewTime(now.Add(-tc.aConsolidatableFor))
+				case "b":
+					meta.RemoveStatusCondition(&nc.Status.Conditions, karpv1.ConditionTypeConsolidatable)
+					nc.Status.LastPodEventTime = metav1.NewTime(now.Add(tc.bIn - 30*time.Second))
+				}
+			})
+			for _, o := range objs {
+				if np, ok := o.(*karpv1.NodePool); ok {
+					np.Spec.Disruption.ConsolidateAfter = karpv1.DurationOf(30 * time.Second)
+				}
+			}
+			cluster, _ := loadCluster(t, objs...)
+			m := &SingleNodeConsolidation{Consolidation: Consolidation{Simulator: newSolverSimulator(t, its), InstanceTypes: benchTypes(its), Now: func() time.Time { return now }}}
+			cands, _ := cluster.Candidates(m.Reason(), m.Class())
+			var mine []*Candidate
+			for _, cand := range cands {
+				if m.ShouldDisrupt(cand) {
+					mine = append(mine, cand)
+				}
+			}
+			allowed, _ := cluster.Allowed(m.Reason(), now)
+			cmd, _, err := m.ComputeCommand(context.Background(), cluster, allowed, mine)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			if cmd != nil {
+				got = strings.Join(cmd.CandidateNames(), ",")
+			}
+			if got != tc.want {
+				t.Errorf("command for %q, want %q", got, tc.want)
+			}
+		})
+	}
 }

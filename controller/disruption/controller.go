@@ -113,6 +113,12 @@ type Controller struct {
 	// started are the candidates of commands this loop started, by NodeClaim name, until the
 	// cache shows them chosen or gone: budgets count them meanwhile (load).
 	started map[string]time.Time
+	// arrivals are the existing nodes the pods of commands this loop started were simulated
+	// onto, by node name, until when they are no candidates (Cluster.arriving): the evicted
+	// pods land there within moments, each restarting the node's consolidateAfter, so a
+	// command chosen for such a node meanwhile would only be refused at its validation, a
+	// validation delay in which the pass could have chosen another node.
+	arrivals map[string]time.Time
 	// soon says the last pass left something for a pass a second later (a command waiting
 	// for its budget, or candidates whose budget frees when nodes being deleted are gone).
 	soon bool
@@ -133,14 +139,15 @@ func New(c client.Client, reader client.Reader, recorder events.EventRecorder, c
 	}
 	pub := newPublisher(recorder, clk.Now)
 	return &Controller{
-		client:  c,
-		methods: methods,
-		queue:   NewQueue(c, reader, pub, clk, opts.ReplacementTimeout, opts.ReplacementPoll, log.Log.WithName(Name)),
-		pub:     pub,
-		clock:   clk,
-		opts:    opts,
-		started: map[string]time.Time{},
-		wake:    make(chan struct{}, 1),
+		client:   c,
+		methods:  methods,
+		queue:    NewQueue(c, reader, pub, clk, opts.ReplacementTimeout, opts.ReplacementPoll, log.Log.WithName(Name)),
+		pub:      pub,
+		clock:    clk,
+		opts:     opts,
+		started:  map[string]time.Time{},
+		arrivals: map[string]time.Time{},
+		wake:     make(chan struct{}, 1),
 	}
 }
 

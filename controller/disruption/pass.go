@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
@@ -125,8 +126,10 @@ func chooseCommands(ctx context.Context, cluster *Cluster, methods []Method, now
 // commands chosen wait in c.waiting.
 func (c *Controller) choose(ctx context.Context, cluster *Cluster, now time.Time) error {
 	var first time.Time
+	eligible := map[string]int{}
 	return chooseCommands(ctx, cluster, c.methods, now, func(m Method, res MethodResult, took time.Duration) {
 		c.observe(cluster, m, res, took, len(c.waiting) == 0, now)
+		eligible[m.Name()] = res.Eligible
 	}, func(m Method, cmd *Command) bool {
 		w := &waitingCommand{method: m, cmd: cmd, due: c.clock.Now().Add(c.validationDelay(m))}
 		if len(c.waiting) == 0 {
@@ -140,6 +143,8 @@ func (c *Controller) choose(ctx context.Context, cluster *Cluster, now time.Time
 			c.pub.consolidationEvent(cmd, "", w.savings)
 		}
 		c.waiting = append(c.waiting, w)
+		log.FromContext(ctx).Info("disruption command chosen, validating", "method", m.Name(), "command", cmd.String(),
+			"eligible", eligible[m.Name()], "validateAt", w.due.UTC().Format(time.RFC3339))
 		return c.clock.Now().Before(first) // choosing more would delay the first command
 	})
 }
@@ -206,10 +211,11 @@ func (c *Controller) execute(ctx context.Context) (bool, error) {
 			c.waiting = append(keep, c.waiting[i+1:]...)
 			return started, fmt.Errorf("%s: executing %s: %w", m.Name(), fresh, err)
 		}
-		started, cluster = true, nil
 		for _, cand := range fresh.Candidates {
 			c.started[cand.Name()] = c.clock.Now()
 		}
+		c.recordArrivals(cluster, fresh)
+		started, cluster = true, nil
 		recordDecision(fresh, m.ConsolidationType())
 		if t := m.ConsolidationType(); t == ConsolidationTypeMulti || t == ConsolidationTypeSingle {
 			recordApproved(c.pub, fresh)
@@ -252,6 +258,39 @@ func (c *Controller) assumeStarted(cluster *Cluster) {
 		if !present[name] {
 			delete(c.started, name)
 		}
+	}
+}
+
+// arrivalWindow is how long a node that a started command's pods were simulated onto is no
+// candidate (Controller.arrivals): the command evicts within seconds, and the pods its
+// workloads create in their place bind within a second or two of that.
+const arrivalWindow = 15 * time.Second
+
+// recordArrivals records the existing nodes cmd, just started on cluster, moves pods onto.
+func (c *Controller) recordArrivals(cluster *Cluster, cmd *Command) {
+	until := c.clock.Now().Add(arrivalWindow)
+	for _, dest := range cmd.Destinations {
+		if n := cluster.NodeOf[dest]; n != nil {
+			c.arrivals[n.Name] = until
+		} else if cluster.Nodes[dest] != nil {
+			c.arrivals[dest] = until
+		}
+	}
+}
+
+// markArrivals marks, in cluster, the nodes pods of started commands are arriving on
+// (Controller.arrivals), forgetting those whose window has passed.
+func (c *Controller) markArrivals(cluster *Cluster) {
+	now := c.clock.Now()
+	for name, until := range c.arrivals {
+		if !now.Before(until) {
+			delete(c.arrivals, name)
+			continue
+		}
+		if cluster.arriving == nil {
+			cluster.arriving = map[string]bool{}
+		}
+		cluster.arriving[name] = true
 	}
 }
 
@@ -321,7 +360,7 @@ func (c *Controller) observe(cluster *Cluster, m Method, res MethodResult, took 
 // returns the recomputed command (fresh objects, fresh replacements), or a *Refusal saying why
 // none (Budget set when only the budget refused it, so it may wait for a later pass).
 func (c *Controller) validate(ctx context.Context, cluster *Cluster, m Method, cmd *Command) (*Command, error) {
-	cands, _ := cluster.Candidates(m.Reason(), m.Class())
+	cands, blocked := cluster.Candidates(m.Reason(), m.Class())
 	byName := map[string]*Candidate{}
 	for _, cand := range cands {
 		byName[cand.Name()] = cand
@@ -331,7 +370,7 @@ func (c *Controller) validate(ctx context.Context, cluster *Cluster, m Method, c
 	for _, old := range cmd.Candidates {
 		cand, ok := byName[old.Name()]
 		if !ok || !m.ShouldDisrupt(cand) {
-			return nil, refused("%s is no longer a %s candidate", old.Name(), m.Name())
+			return nil, refused("%s is no longer a %s candidate: %s", old.Name(), m.Name(), whyNoCandidate(old.Name(), cand, blocked))
 		}
 		fresh = append(fresh, cand)
 		perPool[cand.NodePool.Name]++
@@ -350,6 +389,26 @@ func (c *Controller) validate(ctx context.Context, cluster *Cluster, m Method, c
 		return nil, refused("now needs %d replacements instead of %d", len(out.Replacements), len(cmd.Replacements))
 	}
 	return out, nil
+}
+
+// whyNoCandidate says why the node named name is no longer a candidate of a method: cand is
+// its fresh candidate (nil when the cluster passed it over), blocked the nodes passed over.
+// An SRE reading "no longer a candidate" needs the rule that changed.
+func whyNoCandidate(name string, cand *Candidate, blocked []Blocked) string {
+	for _, b := range blocked {
+		if b.NodeClaim != nil && b.NodeClaim.Name == name {
+			return strings.TrimPrefix(b.Message, "Cannot disrupt Node: ")
+		}
+	}
+	switch {
+	case cand == nil:
+		return "it is gone, not initialized, being deleted or set aside"
+	case len(cand.Pods) == 0:
+		return "it has no pods to move"
+	case !meta.IsStatusConditionTrue(cand.NodeClaim.Status.Conditions, karpv1.ConditionTypeConsolidatable):
+		return "it is not Consolidatable (a pod was bound to or removed from it within consolidateAfter)"
+	}
+	return "the method no longer acts on it"
 }
 
 // MethodResult is what one method decided in a pass.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -479,5 +480,91 @@ func TestCommandDroppedAfterItsBudgetWaitIsNoFailedValidation(t *testing.T) {
 	}
 	if stepOn(t, ctrl, clk); len(ctrl.waiting) != 2 {
 		t.Errorf("the next pass has %d commands waiting, want both chosen again", len(ctrl.waiting))
+	}
+}
+
+// TestRefusalNamesWhyTheNodeIsNoLongerACandidate: a command refused at validation because its
+// node stopped being a candidate says which rule changed (the ConsolidationRejected event and
+// the log carry it). The live scale-down's refusals said only "no longer a candidate"; the
+// cause (pods bound to the node restarting its consolidateAfter) took a trace to find.
+func TestRefusalNamesWhyTheNodeIsNoLongerACandidate(t *testing.T) {
+	np := testNodePool("default")
+	tests := []struct {
+		name   string
+		change func(nc *karpv1.NodeClaim, node *corev1.Node)
+		want   string
+	}{
+		{"a pod was bound to it", func(nc *karpv1.NodeClaim, _ *corev1.Node) {
+			meta.RemoveStatusCondition(&nc.Status.Conditions, karpv1.ConditionTypeConsolidatable)
+		}, "it is not Consolidatable"},
+		{"its node was annotated", func(_ *karpv1.NodeClaim, node *corev1.Node) {
+			node.Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"}
+		}, "node is annotated with " + karpv1.DoNotDisruptAnnotationKey},
+		{"it is being deleted", func(nc *karpv1.NodeClaim, node *corev1.Node) { deleting(nc, node) }, "it is gone, not initialized, being deleted or set aside"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			nc, node := testNode("a", "default")
+			chosen := &Command{Candidates: []*Candidate{{NodeClaim: nc.DeepCopy(), Node: node.DeepCopy(), NodePool: np, Pods: []*corev1.Pod{testPod("p", node.Name)}}}}
+			tc.change(nc, node)
+			cluster, c := loadCluster(t, np, nc, node, testPod("p", node.Name))
+			ctrl := New(c, c, events.NewFakeRecorder(10), nil, nil, Options{})
+			_, err := ctrl.validate(context.Background(), cluster, &SingleNodeConsolidation{}, chosen)
+			refusal := refusalOf(err)
+			if refusal == nil || !strings.Contains(refusal.Message, "a is no longer a single-node-consolidation candidate: "+tc.want) {
+				t.Errorf("refusal %v, want it to say %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestNodesPodsAreMovingToAreNoCandidates (issue 24): the existing nodes a started command's
+// pods were simulated onto are no candidates for arrivalWindow: the evicted pods' successors
+// land there in moments and restart the node's consolidateAfter, so a command chosen for it
+// meanwhile would only be refused at its validation. Destinations name a node or its
+// NodeClaim; a replacement's pods disturb no existing node.
+func TestNodesPodsAreMovingToAreNoCandidates(t *testing.T) {
+	tests := []struct {
+		dest string
+		want []string // candidates right after the start
+	}{
+		{dest: "node-b", want: []string{"a"}},
+		{dest: "b", want: []string{"a"}},
+		{dest: "replacement-0", want: []string{"a", "b"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.dest, func(t *testing.T) {
+			objs := []client.Object{testNodePool("default")}
+			for _, n := range []string{"a", "b"} {
+				objs = append(objs, pair(testNode(n, "default"))...)
+				objs = append(objs, testPod("p"+n, "node-"+n))
+			}
+			c := newClient(t, objs...)
+			clk := clocktesting.NewFakeClock(epoch)
+			ctrl := New(c, c, events.NewFakeRecorder(10), clk, nil, Options{})
+			candidates := func() []string {
+				t.Helper()
+				cluster, err := ctrl.load(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				cands, _ := cluster.Candidates(karpv1.DisruptionReasonUnderutilized, ClassGraceful)
+				got := names(cands)
+				slices.Sort(got)
+				return got
+			}
+			cluster, err := ctrl.load(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctrl.recordArrivals(cluster, &Command{Destinations: map[types.UID]string{"pod-moved": tc.dest}})
+			if got := candidates(); !slices.Equal(got, tc.want) {
+				t.Errorf("candidates while the pods arrive %v, want %v", got, tc.want)
+			}
+			clk.Step(arrivalWindow)
+			if got := candidates(); !slices.Equal(got, []string{"a", "b"}) {
+				t.Errorf("candidates after %s %v, want both again", arrivalWindow, got)
+			}
+		})
 	}
 }
