@@ -216,7 +216,16 @@ func TestQueueRetriesUntilDone(t *testing.T) {
 // running queue, not only at start-up.
 func TestQueueRemovesStrayTaintsOnEveryPass(t *testing.T) {
 	h := newQueueHarness(t, objects(testNodePool("default"), pair(testNode("a", "default")))...).run()
-	h.patiently("first pass", h.clock.HasWaiters)
+	// The first pass is over once the loop waits on the clock. Not patiently: it steps the
+	// clock whenever the loop waits, so the loop is always just woken when it looks, and
+	// the test waited from milliseconds to minutes.
+	deadline := time.Now().Add(time.Minute)
+	for !h.clock.HasWaiters() {
+		if time.Now().After(deadline) {
+			t.Fatal("the queue's first pass never ended")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	n := h.node("node-a")
 	n.Spec.Taints = append(n.Spec.Taints, disruptedTaint)
 	if err := h.client.Update(context.Background(), n); err != nil {

@@ -87,7 +87,7 @@ func TestStepRejectsOnVolatileMismatch(t *testing.T) {
 	rec := events.NewFakeRecorder(100)
 	verifier := &rejectVolatile{}
 	m := &SingleNodeConsolidation{Consolidation: Consolidation{Simulator: newSolverSimulator(t, its), InstanceTypes: benchTypes(its)}}
-	ctrl := New(c, c, rec, nil, []Method{m}, Options{ValidationDelay: time.Millisecond, Volatile: verifier})
+	ctrl := New(c, c, rec, nil, []Method{m}, Options{ValidationDelay: time.Millisecond, ConsolidationValidationDelay: time.Millisecond, Volatile: verifier})
 	started, err := ctrl.Step(context.Background())
 	if err != nil {
 		t.Fatal(err)
