@@ -176,6 +176,24 @@ func (t *launchTracker) expectWritten(nodeClaim string, pods []types.UID) {
 	t.written[nodeClaim].Insert(pods...)
 }
 
+// expectReplaced records that this process replaces old with pod in nodeClaim's planned-pods
+// annotation (a replica taking its slot swaps it for its virtual pod): a write of old the
+// informer has not shown yet is no longer expected — the annotation will never list it — and
+// the write of pod is. Expecting both, a batch right after a replica took its slot on a
+// NodeClaim just created waited writeObserveTimeout for old, then planned without the
+// NodeClaim's room and bought it again.
+func (t *launchTracker) expectReplaced(nodeClaim string, old, pod types.UID) {
+	t.mu.Lock()
+	if want, ok := t.written[nodeClaim]; ok {
+		want.Delete(old)
+		if want.Len() == 0 {
+			delete(t.written, nodeClaim)
+		}
+	}
+	t.mu.Unlock()
+	t.expectWritten(nodeClaim, []types.UID{pod})
+}
+
 // abandonWrite forgets the expected write of pod to nodeClaim: it failed.
 func (t *launchTracker) abandonWrite(nodeClaim string, pod types.UID) {
 	t.mu.Lock()

@@ -210,6 +210,22 @@ func TestLaunchTrackerWrites(t *testing.T) {
 				lt.deleted("default-a")
 			},
 			wantUnobserved: 0},
+		// A replica took the slot of virtual pod p2 before the informer showed the NodeClaim:
+		// the annotation it shows lists r instead (issue 24: the next batch waited 10 s for p2).
+		{name: "a slot taken before the creation was seen",
+			run: func(lt *launchTracker) {
+				lt.expectWritten("default-a", []types.UID{"p1", "p2"})
+				lt.expectReplaced("default-a", "p2", "r")
+				lt.observeWrites(withPlanned("default-a", "p1", "r"))
+			},
+			wantUnobserved: 0},
+		{name: "a slot taken, the swap not seen yet",
+			run: func(lt *launchTracker) {
+				lt.expectWritten("default-a", []types.UID{"p1", "p2"})
+				lt.expectReplaced("default-a", "p2", "r")
+				lt.observeWrites(withPlanned("default-a", "p1", "p2"))
+			},
+			wantUnobserved: 1},
 		{name: "another NodeClaim seen",
 			run: func(lt *launchTracker) {
 				lt.expectWritten("default-a", []types.UID{"p1", "p2"})

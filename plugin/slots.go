@@ -449,7 +449,7 @@ func (p *Plugin) slotTaken(ctx context.Context, pod *corev1.Pod, nodeClaim strin
 	p.event(pod, corev1.EventTypeNormal, reasonNominated, "Nominate", "Pod should schedule on: nodeclaim/%s", nodeClaim)
 	// Expected before it is made: until the informer shows it, the pod's wait is not an
 	// annotation lost (annotationLoss), and the next batch waits to count the pod there.
-	p.launches.expectWritten(nodeClaim, []types.UID{pod.UID})
+	p.launches.expectReplaced(nodeClaim, virtual, pod.UID)
 	p.slotWrites.add(nodeClaim, virtual, pod)
 	p.slotWrites.start.Do(func() { go p.writeSlots(ctx) })
 }

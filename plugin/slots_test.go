@@ -464,6 +464,16 @@ func TestSlotRecordedOnANodeClaimTheInformerDoesNotShowYet(t *testing.T) {
 	if nodeClaim, _ := e.plugin.waits.nodeClaimFor(later[0].UID); nodeClaim != "default-a" {
 		t.Errorf("the replica waits for %q, want default-a", nodeClaim)
 	}
+	// Once the informer shows the NodeClaim, no write is awaited: the virtual pod the replica
+	// replaced is not (before, the next batch waited 10 s for it).
+	nc := &karpv1.NodeClaim{}
+	if err := e.client.Get(t.Context(), client.ObjectKey{Name: "default-a"}, nc); err != nil {
+		t.Fatal(err)
+	}
+	e.plugin.launches.observeWrites(nc)
+	if n := e.plugin.launches.writesUnobserved(); n != 0 {
+		t.Errorf("%d NodeClaim writes still awaited once the informer shows default-a as written", n)
+	}
 }
 
 // TestNextBatchPlansTheFreeSlots: after a ReplicaSet's replica took one of its slots (any of
