@@ -49,12 +49,14 @@ type Cluster struct {
 	// receiving are the nodes (and NodeClaims) those commands' pods were simulated onto: they
 	// are not candidates for the rest of the pass either, since the pods will land there.
 	receiving map[string]bool
-	// closed are the nodes, by name, of commands this pass chose that launch replacements:
-	// their candidates and the nodes their pods go to. Such a command cannot be simulated as
-	// done (its replacements are not on the cluster), so later commands are simulated on the
-	// cluster as it is while it runs: those nodes keep their pods, and take no new one (they
-	// carry the disrupted taint in the simulation, as the candidates will for real).
-	closed map[string]bool
+	// launching are the commands this pass chose that launch replacements, in the order
+	// chosen. Later commands are simulated on the cluster as it will be once they are done
+	// (newView): their candidates gone, each moved pod on its destination — an existing
+	// node, or the command's replacement as a launching NodeClaim with the pods planned onto
+	// it, which has room for more. Every command is validated again against the real cluster
+	// before it starts; with a budget of one node, a later command starts only once the
+	// earlier ones are done, and its validation sees their replacements initialized.
+	launching []*Command
 	// arriving are the nodes, by name, that pods of commands already started are moving to
 	// (Controller.arrivals): no candidates while they do. Unlike the reservations above, it
 	// holds for the whole pass, validations included.
@@ -62,8 +64,8 @@ type Cluster struct {
 }
 
 // reserve sets cmd's candidates aside for the rest of the pass (Cluster.reserved), or, when
-// cmd launches replacements, closes its candidates and the nodes its pods go to
-// (Cluster.closed).
+// cmd launches replacements, records it as done for the rest of the pass (Cluster.launching);
+// either way the nodes its pods go to are no candidates (Cluster.receiving).
 func (c *Cluster) reserve(cmd *Command) {
 	if c.receiving == nil {
 		c.receiving = map[string]bool{}
@@ -72,19 +74,7 @@ func (c *Cluster) reserve(cmd *Command) {
 		c.receiving[dest] = true
 	}
 	if len(cmd.Replacements) > 0 {
-		if c.closed == nil {
-			c.closed = map[string]bool{}
-		}
-		for _, cand := range cmd.Candidates {
-			c.closed[cand.Node.Name] = true
-		}
-		for _, dest := range cmd.Destinations {
-			if n := c.NodeOf[dest]; n != nil {
-				c.closed[n.Name] = true
-			} else if c.Nodes[dest] != nil {
-				c.closed[dest] = true
-			}
-		}
+		c.launching = append(c.launching, cmd)
 		return
 	}
 	if c.reserved == nil {
@@ -95,11 +85,25 @@ func (c *Cluster) reserve(cmd *Command) {
 	}
 }
 
-// setAside reports whether nc, on node, is reserved, closed or receiving pods of a command the
-// pass already chose, or of one started (Cluster.reserved, Cluster.closed, Cluster.receiving,
-// Cluster.arriving).
+// launchingCandidate reports whether the NodeClaim named name is a candidate of a launching
+// command of the pass (Cluster.launching).
+func (c *Cluster) launchingCandidate(name string) bool {
+	for _, cmd := range c.launching {
+		for _, cand := range cmd.Candidates {
+			if cand.Name() == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// setAside reports whether nc, on node, is a candidate of or receives pods of a command the
+// pass already chose, or of one started (Cluster.reserved, Cluster.launching,
+// Cluster.receiving, Cluster.arriving).
 func (c *Cluster) setAside(nc *karpv1.NodeClaim, node *corev1.Node) bool {
-	return c.reserved[nc.Name] != nil || c.receiving[nc.Name] || (node != nil && (c.receiving[node.Name] || c.closed[node.Name] || c.arriving[node.Name]))
+	return c.reserved[nc.Name] != nil || c.receiving[nc.Name] || c.launchingCandidate(nc.Name) ||
+		(node != nil && (c.receiving[node.Name] || c.arriving[node.Name]))
 }
 
 // nodeClaimAt is the NodeClaim named name, or the one whose node is named name; nil for none.
@@ -113,7 +117,7 @@ func (c *Cluster) nodeClaimAt(name string) *karpv1.NodeClaim {
 }
 
 // unreserve lifts every reservation.
-func (c *Cluster) unreserve() { c.reserved, c.receiving, c.closed = nil, nil, nil }
+func (c *Cluster) unreserve() { c.reserved, c.receiving, c.launching = nil, nil, nil }
 
 // reservedCandidates are the reserved candidates in NodeClaim name order.
 func (c *Cluster) reservedCandidates() []*Candidate {

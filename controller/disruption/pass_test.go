@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -18,6 +19,7 @@ import (
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/internal/testpods"
+	"github.com/joinery-dev/joinery/simulation"
 )
 
 // stepOn runs one pass, stepping clk past every validation delay it waits.
@@ -401,47 +403,85 @@ func TestPassChoosesReplacingCommandsTogether(t *testing.T) {
 	}
 }
 
-// TestClosedNodesKeepTheirPodsAndTakeNone: once the pass chose a command that launches, a
-// later command is simulated with that command's candidate and the nodes its pods go to as
-// they will be while it runs: still holding their pods, taking no new one. y's pod fits on
-// z alone, but z receives a pod of x's command, so y's command must find room elsewhere.
-func TestClosedNodesKeepTheirPodsAndTakeNone(t *testing.T) {
-	cluster, sim, byName := xyzCluster(t)
-	y := []*Candidate{byName["y"]}
-	alone, err := sim.Simulate(context.Background(), cluster, y)
+// TestLaunchingCommandsAreSimulatedDone (issue 24): once the pass chose a command that
+// launches, a later command is simulated on the cluster as it will be once that command is
+// done: its candidate gone, its pod on its replacement — a launching NodeClaim with the pod
+// planned onto it — whose room is left for others. b's pod fits beside a's pod on a's
+// replacement, so b's command launches nothing. Before, a's nodes were closed (they kept
+// their pods and took none), and b needed a replacement of its own; in the live scale-down
+// a zone's surplus pods, which must go to the zones below it, had nowhere to go, and each
+// zone's command waited for a pass of its own, a validation delay apiece.
+func TestLaunchingCommandsAreSimulatedDone(t *testing.T) {
+	its := testCatalog(t, 0)
+	np := testNodePool("default", onDemandOnly, allBudget)
+	objs := []client.Object{np}
+	for _, n := range []string{"a", "b"} {
+		objs = append(objs, pair(testNode(n, "default", typed(its, "large", "on-demand")))...)
+	}
+	objs = append(objs, cpuPod("pa", "node-a", "1500m"), cpuPod("pb", "node-b", "1000m"))
+	cluster, _ := loadCluster(t, objs...)
+	sim := newSolverSimulator(t, its)
+	cands, _ := cluster.Candidates(karpv1.DisruptionReasonUnderutilized, ClassGraceful)
+	byName := map[string]*Candidate{}
+	for _, cand := range cands {
+		byName[cand.Name()] = cand
+	}
+	b := []*Candidate{byName["b"]}
+	alone, err := sim.Simulate(context.Background(), cluster, b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(alone.Replacements) != 0 || alone.Destinations["pod-py"] != "z" {
-		t.Fatalf("y alone: %d replacements, py → %q; want py on z", len(alone.Replacements), alone.Destinations["pod-py"])
+	if alone.Destinations["pod-pb"] != "node-a" && alone.Destinations["pod-pb"] != "a" {
+		t.Fatalf("b alone: pb → %q, want node a (the test's premise)", alone.Destinations["pod-pb"])
 	}
+
+	medium := np.Spec.Template.Spec.Requirements
+	medium = append(slices.Clone(medium), karpv1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"medium"}})
 	cluster.reserve(&Command{
-		Candidates:   []*Candidate{byName["x"]},
-		Replacements: []*karpv1.NodeClaim{{}},
-		Destinations: map[types.UID]string{"pod-px": "z"},
+		Candidates: []*Candidate{byName["a"]},
+		Replacements: []*karpv1.NodeClaim{{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "default-", Labels: map[string]string{karpv1.NodePoolLabelKey: "default"}},
+			Spec:       karpv1.NodeClaimSpec{NodeClassRef: np.Spec.Template.Spec.NodeClassRef, Requirements: medium},
+		}},
+		Destinations: map[types.UID]string{"pod-pa": "replacement-0"},
 	})
-	after, err := sim.Simulate(context.Background(), cluster, y)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for uid, dest := range after.Destinations {
-		if dest == "x" || dest == "z" || dest == "node-x" || dest == "node-z" {
-			t.Errorf("%s → %s: a node of the launching command took a pod", uid, dest)
+	view, batch := newView(cluster, b, nil)
+	for _, n := range view.nodes {
+		if n.Name == "node-a" {
+			t.Error("a's node is in the view: its command is done")
 		}
 	}
-	if len(after.Replacements) == 0 && after.Refusal(cluster, y) == nil {
-		t.Errorf("y after x's command: deleted with py → %q, want a replacement or a refusal", after.Destinations["pod-py"])
+	if !slices.ContainsFunc(view.nodeClaims, func(nc *karpv1.NodeClaim) bool {
+		return nc.Name == "a-replacement-0" && slices.Equal(simulation.PlannedPods(nc), []types.UID{"pod-pa"})
+	}) {
+		t.Error("the view has no launching a-replacement-0 with pa planned onto it")
+	}
+	if got := podNames(batch); !slices.Equal(got, []string{"pb"}) {
+		t.Errorf("batch %v, want only b's pod (pa is placed, not planned)", got)
+	}
+	after, err := sim.Simulate(context.Background(), cluster, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after.Replacements) != 0 || after.Destinations["pod-pb"] != "a-replacement-0" || after.Refusal(cluster, b) != nil {
+		t.Errorf("b after a's command: %d replacements, pb → %q, refusal %v; want pb on a's replacement", len(after.Replacements), after.Destinations["pod-pb"], after.Refusal(cluster, b))
 	}
 	again, _ := cluster.Candidates(karpv1.DisruptionReasonUnderutilized, ClassGraceful)
-	for _, cand := range again {
-		if cand.Name() == "x" || cand.Name() == "z" {
-			t.Errorf("%s is a candidate again after the launching command closed it", cand.Name())
-		}
+	if names := names(again); slices.Contains(names, "a") {
+		t.Errorf("a is a candidate again while its command is chosen: %v", names)
 	}
 	cluster.unreserve()
-	if again, _ := cluster.Candidates(karpv1.DisruptionReasonUnderutilized, ClassGraceful); len(again) != 3 {
-		t.Errorf("%d candidates once the pass's reservations are lifted, want 3", len(again))
+	if again, _ := cluster.Candidates(karpv1.DisruptionReasonUnderutilized, ClassGraceful); len(again) != 2 {
+		t.Errorf("%d candidates once the pass's reservations are lifted, want 2", len(again))
 	}
+}
+
+func podNames(pods []*corev1.Pod) []string {
+	out := make([]string, len(pods))
+	for i, p := range pods {
+		out[i] = p.Name
+	}
+	return out
 }
 
 // TestCommandDroppedAfterItsBudgetWaitIsNoFailedValidation: commands whose budget stays held

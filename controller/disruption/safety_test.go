@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
@@ -29,9 +30,15 @@ func TestRefusalUnsettledDestination(t *testing.T) {
 		dest []ncOption
 		// withNode: the destination has a Node object
 		withNode bool
+		want     string
 	}{
-		{name: "launching, no Node yet", dest: []ncOption{launching}},
-		{name: "registered, not initialized", dest: []ncOption{notInitialized}, withNode: true},
+		{name: "launching, no Node yet", dest: []ncOption{launching}, want: "would schedule against uninitialized nodeclaim dest"},
+		{name: "registered, not initialized", dest: []ncOption{notInitialized}, withNode: true, want: "would schedule against uninitialized nodeclaim dest"},
+		// A command chosen with an earlier one done waits for its replacement instead of
+		// being dropped at its validation (Refusal.Budget).
+		{name: "another command's replacement, launching", dest: []ncOption{launching, func(nc *karpv1.NodeClaim, _ *corev1.Node) {
+			nc.Annotations = map[string]string{ReplacementForAnnotationKey: "single-node-consolidation-x"}
+		}}, want: "waits for nodeclaim dest, another command's replacement, to initialize"},
 	}
 	for _, tt := range tests {
 		for _, method := range []string{"drift", "single", "multi"} {
@@ -67,7 +74,7 @@ func TestRefusalUnsettledDestination(t *testing.T) {
 				if method == "multi" {
 					return // single-node consolidation reports the nodes
 				}
-				want := "would schedule against uninitialized nodeclaim dest"
+				want := tt.want
 				found := false
 				for _, b := range res.Blocked {
 					found = found || strings.Contains(b.Message, want)
@@ -186,5 +193,29 @@ func TestMultiNodeConsolidationPerNodePool(t *testing.T) {
 	}
 	if best != nil {
 		t.Errorf("the global prefix search found %s; want nothing (every prefix mixes both pools)", best)
+	}
+}
+
+// TestWaitingForAnotherCommandsReplacementIsNoFailure: a command whose pods go to a replacement
+// another command is still launching (chosen with that command done, and its budget allowing
+// both at once) waits, as for a budget, instead of being refused and dropped; a pod going to any
+// other NodeClaim that is not initialized is refused.
+func TestWaitingForAnotherCommandsReplacementIsNoFailure(t *testing.T) {
+	for _, replacement := range []bool{true, false} {
+		nc, _ := testNode("dest", "default", notInitialized)
+		nc.Status.NodeName = ""
+		if replacement {
+			nc.Annotations = map[string]string{ReplacementForAnnotationKey: "single-node-consolidation-x"}
+		}
+		objs := []client.Object{testNodePool("default"), nc}
+		objs = append(objs, pair(testNode("a", "default"))...)
+		objs = append(objs, testPod("web", "node-a"))
+		cluster, _ := loadCluster(t, objs...)
+		cands, _ := cluster.Candidates(karpv1.DisruptionReasonUnderutilized, ClassGraceful)
+		sim := &Simulation{Destinations: map[types.UID]string{"pod-web": "dest"}}
+		refusal := refusalOf(sim.Refusal(cluster, cands))
+		if refusal == nil || refusal.Budget != replacement {
+			t.Errorf("replacement %v: refusal %+v, want one that waits = %v", replacement, refusal, replacement)
+		}
 	}
 }

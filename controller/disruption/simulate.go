@@ -3,7 +3,6 @@ package disruption
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -130,6 +129,11 @@ func (s *Simulation) Refusal(c *Cluster, cands []*Candidate) error {
 				unsettled = c.unsettledNodeClaims()
 			}
 			if unsettled[dest] {
+				if c.launchingReplacement(dest) {
+					// Chosen with an earlier command of its pass done, it waits for that
+					// command's replacement, as for a budget held by it.
+					return &Refusal{Budget: true, Message: fmt.Sprintf("waits for nodeclaim %s, another command's replacement, to initialize (pod %s/%s)", dest, p.Namespace, p.Name)}
+				}
 				return refused("would schedule against uninitialized nodeclaim %s (pod %s/%s)", dest, p.Namespace, p.Name)
 			}
 		}
@@ -138,16 +142,27 @@ func (s *Simulation) Refusal(c *Cluster, cands []*Candidate) error {
 }
 
 // unsettledNodeClaims are the NodeClaims no pod may be moved onto: launching (no Node yet),
-// not initialized, being deleted, or reserved or closed by a command the pass chose.
+// not initialized, being deleted, or a candidate of a command the pass chose.
 func (c *Cluster) unsettledNodeClaims() map[string]bool {
 	out := map[string]bool{}
 	for _, nc := range c.NodeClaims {
 		n := c.NodeOf[nc.Name]
-		if n == nil || !isInitialized(nc) || c.isDeleting(nc) || c.reserved[nc.Name] != nil || c.closed[n.Name] {
+		if n == nil || !isInitialized(nc) || c.isDeleting(nc) || c.reserved[nc.Name] != nil || c.launchingCandidate(nc.Name) {
 			out[nc.Name] = true
 		}
 	}
 	return out
+}
+
+// launchingReplacement reports whether the NodeClaim named name is a disruption command's
+// replacement still launching: not initialized and not being deleted.
+func (c *Cluster) launchingReplacement(name string) bool {
+	for _, nc := range c.NodeClaims {
+		if nc.Name == name {
+			return nc.Annotations[ReplacementForAnnotationKey] != "" && !isInitialized(nc) && !c.isDeleting(nc)
+		}
+	}
+	return false
 }
 
 // Simulator re-plans candidates' pods on the cluster without the candidates.
@@ -191,7 +206,7 @@ type SolverSimulator struct {
 	// domains follow them), and baseKey its key.
 	base            *Cluster
 	baseUnavailable map[cloudprovider.OfferingKey]time.Time
-	baseClosed      map[string]bool
+	baseLaunching   int
 	baseKey         *int
 	predictor       RequestPredictor // volatile requests (volatile.go); nil for none
 	// podInfos is the solver's pod state cache, which PodEvents fills (nil without a solver).
@@ -312,9 +327,10 @@ func (s *SolverSimulator) plan(ctx context.Context, c *Cluster, view *View, cand
 		return s.planner.PlanDisruption(ctx, view, batch)
 	}
 	s.mu.Lock()
-	if s.base != c || !sameKeys(s.baseUnavailable, view.unavailable) || !sameKeys(s.baseClosed, c.closed) {
-		// Closed nodes are tainted in the base (newView), so closing one loads it again.
-		s.base, s.baseUnavailable, s.baseClosed, s.baseKey = c, view.unavailable, maps.Clone(c.closed), new(int)
+	if s.base != c || !sameKeys(s.baseUnavailable, view.unavailable) || s.baseLaunching != len(c.launching) {
+		// The pass's launching commands are done in the base (newView), so each one the pass
+		// chooses loads it again.
+		s.base, s.baseUnavailable, s.baseLaunching, s.baseKey = c, view.unavailable, len(c.launching), new(int)
 	}
 	key := s.baseKey
 	s.mu.Unlock()

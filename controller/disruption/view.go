@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/scheduling"
+	"github.com/joinery-dev/joinery/simulation"
 	"github.com/joinery-dev/joinery/simulation/solver"
 )
 
@@ -108,6 +110,7 @@ func newView(c *Cluster, cands []*Candidate, unavailable map[cloudprovider.Offer
 			}
 		}
 	}
+	replacements, moved := c.launchedPods(removedClaims, removedNodes)
 	for _, nc := range c.NodeClaims {
 		if removedClaims.Has(nc.Name) {
 			continue
@@ -120,6 +123,7 @@ func newView(c *Cluster, cands []*Candidate, unavailable map[cloudprovider.Offer
 		}
 		v.nodeClaims = append(v.nodeClaims, nc)
 	}
+	v.nodeClaims = append(v.nodeClaims, replacements...)
 	for _, n := range c.Nodes {
 		if n.DeletionTimestamp != nil {
 			removedNodes.Insert(n.Name)
@@ -130,11 +134,7 @@ func newView(c *Cluster, cands []*Candidate, unavailable map[cloudprovider.Offer
 	}
 	v.nodes = make([]*corev1.Node, 0, len(c.Nodes))
 	for _, name := range sortedKeys(c.Nodes) {
-		switch {
-		case removedNodes.Has(name):
-		case c.closed[name]:
-			v.nodes = append(v.nodes, withDisruptedTaint(c.Nodes[name]))
-		default:
+		if !removedNodes.Has(name) {
 			v.nodes = append(v.nodes, c.Nodes[name])
 		}
 	}
@@ -144,8 +144,9 @@ func newView(c *Cluster, cands []*Candidate, unavailable map[cloudprovider.Offer
 			batch = append(batch, unbound(p))
 		}
 	}
-	v.pods = make([]*corev1.Pod, 0, len(batch)+len(c.Pods))
+	v.pods = make([]*corev1.Pod, 0, len(batch)+len(c.Pods)+len(moved))
 	v.pods = append(v.pods, batch...)
+	v.pods = append(v.pods, moved...) // placed, not planned: they are no part of the batch
 	for _, p := range c.Pods {
 		switch {
 		case scheduling.PodFinished(p) || p.DeletionTimestamp != nil:
@@ -160,15 +161,59 @@ func newView(c *Cluster, cands []*Candidate, unavailable map[cloudprovider.Offer
 	return v, batch
 }
 
-// withDisruptedTaint is a copy of n with the disrupted taint: a node of a command the pass
-// chose that later commands may not put pods on (Cluster.closed).
-func withDisruptedTaint(n *corev1.Node) *corev1.Node {
-	if hasDisruptedTaint(n) {
-		return n
+// launchedPods applies the pass's launching commands (Cluster.launching) as done: it adds
+// their candidates to removedClaims and removedNodes, and returns their replacements, each a
+// launching NodeClaim named after its command's first candidate with the pods it receives
+// planned onto it (the solver counts them there and fills the rest of its room), and the moved
+// pods: bound to the existing node each goes to, or pending and planned onto a replacement.
+func (c *Cluster) launchedPods(removedClaims, removedNodes sets.Set[string]) ([]*karpv1.NodeClaim, []*corev1.Pod) {
+	var replacements []*karpv1.NodeClaim
+	var moved []*corev1.Pod
+	byName := map[string]*karpv1.NodeClaim{}
+	for _, cmd := range c.launching {
+		for _, cand := range cmd.Candidates {
+			removedClaims.Insert(cand.NodeClaim.Name)
+			removedNodes.Insert(cand.Node.Name)
+		}
+		names := make([]string, len(cmd.Replacements))
+		for i, r := range cmd.Replacements {
+			nc := r.DeepCopy()
+			nc.GenerateName = ""
+			nc.Name = fmt.Sprintf("%s-replacement-%d", cmd.Candidates[0].Name(), i)
+			names[i] = nc.Name
+			byName[nc.Name] = nc
+			replacements = append(replacements, nc)
+		}
+		for _, cand := range cmd.Candidates {
+			for _, p := range cand.Pods {
+				dest, ok := cmd.Destinations[p.UID]
+				if !ok {
+					continue
+				}
+				var i int
+				if _, err := fmt.Sscanf(dest, "replacement-%d", &i); err == nil && i >= 0 && i < len(names) {
+					dest = names[i]
+				}
+				switch {
+				case byName[dest] != nil:
+					simulation.AddPlannedPods(byName[dest], p.UID)
+					moved = append(moved, unbound(p))
+				case c.NodeOf[dest] != nil:
+					moved = append(moved, boundTo(p, c.NodeOf[dest].Name))
+				case c.Nodes[dest] != nil:
+					moved = append(moved, boundTo(p, dest))
+				}
+			}
+		}
 	}
-	closed := n.DeepCopy()
-	closed.Spec.Taints = append(closed.Spec.Taints, disruptedTaint)
-	return closed
+	return replacements, moved
+}
+
+// boundTo is a copy of p running on node.
+func boundTo(p *corev1.Pod, node string) *corev1.Pod {
+	moved := p.DeepCopy()
+	moved.Spec.NodeName = node
+	return moved
 }
 
 // unbound is a copy of p as a pending pod, to be placed again.
