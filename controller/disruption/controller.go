@@ -12,6 +12,7 @@ package disruption
 
 import (
 	"context"
+	"sync/atomic"
 	"fmt"
 	"slices"
 	"strings"
@@ -128,6 +129,10 @@ type Controller struct {
 	// wake ends the wait between passes early when a NodeClaim change may have freed a budget
 	// or made a candidate (NodeClaimChanged).
 	wake chan struct{}
+	// more says a node became a candidate since the pass last chose: commands waiting for
+	// their validation are joined by its command (Step) instead of holding it back a whole
+	// validation delay.
+	more atomic.Bool
 }
 
 // New returns the loop over methods (in order). c reads from the cache and writes; reader
@@ -158,6 +163,9 @@ func New(c client.Client, reader client.Reader, recorder events.EventRecorder, c
 // nothing else wakes the loop.
 func (c *Controller) NodeClaimChanged(old, nc *karpv1.NodeClaim) {
 	c.queue.NodeClaimChanged(old, nc)
+	if becameCandidate(old, nc) {
+		c.more.Store(true)
+	}
 	if freesBudget(old, nc) || becameCandidate(old, nc) {
 		select {
 		case c.wake <- struct{}{}:

@@ -608,3 +608,73 @@ func TestNodesPodsAreMovingToAreNoCandidates(t *testing.T) {
 		})
 	}
 }
+
+// TestCandidateAppearingWhileCommandsWaitJoinsThem (issue 24): a node that becomes a candidate
+// while the pass's commands wait for their validation gets its command chosen then, validated
+// on its own delay, instead of after those commands start and a whole delay more. In the live
+// scale-down each node's consolidateAfter ends at its own moment, so each took a pass of its
+// own, 15 s apart.
+func TestCandidateAppearingWhileCommandsWaitJoinsThem(t *testing.T) {
+	finalized := func(nc *karpv1.NodeClaim, _ *corev1.Node) { nc.Finalizers = []string{karpv1.TerminationFinalizer} }
+	objs := []client.Object{testNodePool("default", allBudget)}
+	objs = append(objs, pair(testNode("a", "default", finalized))...)
+	objs = append(objs, pair(testNode("b", "default", finalized))...)
+	objs = append(objs, pair(testNode("c", "default", finalized, func(nc *karpv1.NodeClaim, _ *corev1.Node) {
+		meta.RemoveStatusCondition(&nc.Status.Conditions, karpv1.ConditionTypeConsolidatable)
+	}))...)
+	c := newClient(t, objs...)
+	clk := clocktesting.NewFakeClock(epoch)
+	ctrl := New(c, c, events.NewFakeRecorder(100), clk, []Method{&Emptiness{}}, Options{})
+	step := func() <-chan bool {
+		done := make(chan bool, 1)
+		go func() {
+			started, err := ctrl.Step(context.Background())
+			if err != nil {
+				t.Error(err)
+			}
+			done <- started
+		}()
+		return done
+	}
+	// awaitSleep waits until the pass waits on the clock: n timers (an earlier pass's timer
+	// that a wake-up cut short stays registered with the fake clock).
+	awaitSleep := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute)
+		for clk.Waiters() < n {
+			if time.Now().After(deadline) {
+				t.Fatal("the pass never waited for a validation delay")
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+
+	first := step()
+	awaitSleep(1) // a's and b's command waits for its validation
+	old := &karpv1.NodeClaim{}
+	if err := c.Get(context.Background(), client.ObjectKey{Name: "c"}, old); err != nil {
+		t.Fatal(err)
+	}
+	nc := old.DeepCopy()
+	meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: karpv1.ConditionTypeConsolidatable, Status: metav1.ConditionTrue, Reason: "Consolidatable", LastTransitionTime: metav1.NewTime(clk.Now())})
+	if err := c.Status().Update(context.Background(), nc); err != nil {
+		t.Fatal(err)
+	}
+	ctrl.NodeClaimChanged(old, nc)
+	if started := <-first; started {
+		t.Fatal("a command started before its validation delay")
+	}
+
+	second := step()
+	awaitSleep(2)
+	clk.Step(DefaultConsolidationValidationDelay)
+	if started := <-second; !started {
+		t.Fatal("no command started after the validation delay")
+	}
+	if len(ctrl.waiting) != 0 {
+		t.Errorf("%d commands still waiting after the validation delay, want c's started with the others", len(ctrl.waiting))
+	}
+	if n := disrupting(t, c); n != 3 || !clk.Now().Equal(epoch.Add(DefaultConsolidationValidationDelay)) {
+		t.Errorf("%d NodeClaims disrupting at %s, want a, b and c one validation delay after the first pass", n, clk.Since(epoch))
+	}
+}
