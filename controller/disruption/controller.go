@@ -12,10 +12,10 @@ package disruption
 
 import (
 	"context"
-	"sync/atomic"
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
