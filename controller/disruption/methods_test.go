@@ -136,11 +136,9 @@ func TestValidationDelayPerMethod(t *testing.T) {
 	}
 }
 
-// stepAcrossDelay runs one Step of ctrl and moves clk across delay, failing the test when the
-// step validates before the delay is up or not within a minute after; it returns whether the
-// step started a command.
-func stepAcrossDelay(t *testing.T, ctrl *Controller, clk *clocktesting.FakeClock, delay time.Duration) bool {
-	t.Helper()
+// stepAsync runs one pass of ctrl in the background; the channel gets whether it started a
+// command.
+func stepAsync(t *testing.T, ctrl *Controller) <-chan bool {
 	done := make(chan bool, 1)
 	go func() {
 		started, err := ctrl.Step(context.Background())
@@ -149,6 +147,15 @@ func stepAcrossDelay(t *testing.T, ctrl *Controller, clk *clocktesting.FakeClock
 		}
 		done <- started
 	}()
+	return done
+}
+
+// stepAcrossDelay runs one Step of ctrl and moves clk across delay, failing the test when the
+// step validates before the delay is up or not within a minute after; it returns whether the
+// step started a command.
+func stepAcrossDelay(t *testing.T, ctrl *Controller, clk *clocktesting.FakeClock, delay time.Duration) bool {
+	t.Helper()
+	done := stepAsync(t, ctrl)
 	waitFor(t, clk.HasWaiters)
 	clk.Step(delay - time.Millisecond)
 	if !clk.HasWaiters() {

@@ -189,13 +189,17 @@ func xyzCluster(t *testing.T) (*Cluster, *SolverSimulator, map[string]*Candidate
 	}
 	objs = append(objs, cpuPod("px", "node-x", "2500m"), cpuPod("py", "node-y", "2500m"), cpuPod("pz", "node-z", "500m"))
 	cluster, _ := loadCluster(t, objs...)
-	sim := newSolverSimulator(t, its)
+	return cluster, newSolverSimulator(t, its), candidatesByName(cluster)
+}
+
+// candidatesByName returns cluster's underutilization candidates by name.
+func candidatesByName(cluster *Cluster) map[string]*Candidate {
 	cands, _ := cluster.Candidates(karpv1.DisruptionReasonUnderutilized, ClassGraceful)
 	byName := map[string]*Candidate{}
 	for _, cand := range cands {
 		byName[cand.Name()] = cand
 	}
-	return cluster, sim, byName
+	return byName
 }
 
 // TestReservedCandidatesPodsNeedRoom: a command the pass chose reserves its candidates; a
@@ -421,11 +425,7 @@ func TestLaunchingCommandsAreSimulatedDone(t *testing.T) {
 	objs = append(objs, cpuPod("pa", "node-a", "1500m"), cpuPod("pb", "node-b", "1000m"))
 	cluster, _ := loadCluster(t, objs...)
 	sim := newSolverSimulator(t, its)
-	cands, _ := cluster.Candidates(karpv1.DisruptionReasonUnderutilized, ClassGraceful)
-	byName := map[string]*Candidate{}
-	for _, cand := range cands {
-		byName[cand.Name()] = cand
-	}
+	byName := candidatesByName(cluster)
 	b := []*Candidate{byName["b"]}
 	alone, err := sim.Simulate(context.Background(), cluster, b)
 	if err != nil {
@@ -625,17 +625,6 @@ func TestCandidateAppearingWhileCommandsWaitJoinsThem(t *testing.T) {
 	c := newClient(t, objs...)
 	clk := clocktesting.NewFakeClock(epoch)
 	ctrl := New(c, c, events.NewFakeRecorder(100), clk, []Method{&Emptiness{}}, Options{})
-	step := func() <-chan bool {
-		done := make(chan bool, 1)
-		go func() {
-			started, err := ctrl.Step(context.Background())
-			if err != nil {
-				t.Error(err)
-			}
-			done <- started
-		}()
-		return done
-	}
 	// awaitSleep waits until the pass waits on the clock: n timers (an earlier pass's timer
 	// that a wake-up cut short stays registered with the fake clock).
 	awaitSleep := func(n int) {
@@ -649,7 +638,7 @@ func TestCandidateAppearingWhileCommandsWaitJoinsThem(t *testing.T) {
 		}
 	}
 
-	first := step()
+	first := stepAsync(t, ctrl)
 	awaitSleep(1) // a's and b's command waits for its validation
 	old := &karpv1.NodeClaim{}
 	if err := c.Get(context.Background(), client.ObjectKey{Name: "c"}, old); err != nil {
@@ -665,7 +654,7 @@ func TestCandidateAppearingWhileCommandsWaitJoinsThem(t *testing.T) {
 		t.Fatal("a command started before its validation delay")
 	}
 
-	second := step()
+	second := stepAsync(t, ctrl)
 	awaitSleep(2)
 	clk.Step(DefaultConsolidationValidationDelay)
 	if started := <-second; !started {
