@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -129,10 +128,6 @@ type Controller struct {
 	// wake ends the wait between passes early when a NodeClaim change may have freed a budget
 	// or made a candidate (NodeClaimChanged).
 	wake chan struct{}
-	// more says a node became a candidate since the pass last chose: commands waiting for
-	// their validation are joined by its command (Step) instead of holding it back a whole
-	// validation delay.
-	more atomic.Bool
 }
 
 // New returns the loop over methods (in order). c reads from the cache and writes; reader
@@ -163,9 +158,6 @@ func New(c client.Client, reader client.Reader, recorder events.EventRecorder, c
 // nothing else wakes the loop.
 func (c *Controller) NodeClaimChanged(old, nc *karpv1.NodeClaim) {
 	c.queue.NodeClaimChanged(old, nc)
-	if becameCandidate(old, nc) {
-		c.more.Store(true)
-	}
 	if freesBudget(old, nc) || becameCandidate(old, nc) {
 		select {
 		case c.wake <- struct{}{}:

@@ -48,15 +48,7 @@ func (c *Controller) Step(ctx context.Context) (bool, error) {
 	}
 	now := c.clock.Now()
 	c.publishBudgets(ctx, cluster, now)
-	if len(c.waiting) > 0 && c.more.Swap(false) {
-		// A node became a candidate while commands wait for their validation: its command
-		// joins them, on its own delay, rather than waiting for them all to start.
-		if err := c.choose(ctx, cluster, now); err != nil {
-			return false, err
-		}
-	}
 	if len(c.waiting) == 0 {
-		c.more.Store(false) // this choice sees every candidate
 		if w := c.budgetWait; w != nil && now.Before(w.until) && !w.freed(cluster) {
 			// Candidates wait for nodes being deleted: nothing to decide until one is gone.
 			c.soon = true
@@ -134,14 +126,6 @@ func chooseCommands(ctx context.Context, cluster *Cluster, methods []Method, now
 // commands chosen wait in c.waiting.
 func (c *Controller) choose(ctx context.Context, cluster *Cluster, now time.Time) error {
 	var first time.Time
-	if len(c.waiting) > 0 {
-		// Commands chosen before wait: they are set aside (and launching ones done) as this
-		// pass's own, and the choice ends when the first of them is due.
-		first = c.waiting[0].due
-		for _, w := range c.waiting {
-			cluster.reserve(w.cmd)
-		}
-	}
 	eligible := map[string]int{}
 	return chooseCommands(ctx, cluster, c.methods, now, func(m Method, res MethodResult, took time.Duration) {
 		c.observe(cluster, m, res, took, len(c.waiting) == 0, now)
@@ -178,11 +162,8 @@ func (c *Controller) execute(ctx context.Context) (bool, error) {
 		m := w.method
 		if c.clock.Now().Before(w.due) {
 			cluster = nil
-			more, err := c.sleepUntilOrMore(ctx, w.due)
-			if err != nil || more {
-				// A node became a candidate meanwhile: the next Step chooses its command.
+			if err := c.sleepUntil(ctx, w.due); err != nil {
 				c.waiting = append(keep, c.waiting[i:]...)
-				c.wakeUp()
 				return started, err
 			}
 		}
@@ -342,32 +323,17 @@ func (w *budgetWait) freed(cluster *Cluster) bool {
 	return present < len(w.deleting)
 }
 
-// sleepUntilOrMore waits until t on the loop's clock, or ctx ends, or a node becomes a
-// candidate (Controller.more): then it returns more true.
-func (c *Controller) sleepUntilOrMore(ctx context.Context, t time.Time) (more bool, err error) {
-	for {
-		d := t.Sub(c.clock.Now())
-		if d <= 0 {
-			return false, ctx.Err()
-		}
-		select {
-		case <-ctx.Done():
-			return false, ctx.Err()
-		case <-c.clock.After(d):
-			return false, nil
-		case <-c.wake:
-			if c.more.Load() {
-				return true, nil
-			}
-		}
+// sleepUntil waits until t on the loop's clock, or ctx ends.
+func (c *Controller) sleepUntil(ctx context.Context, t time.Time) error {
+	d := t.Sub(c.clock.Now())
+	if d <= 0 {
+		return ctx.Err()
 	}
-}
-
-// wakeUp makes the loop's wait between passes end at once.
-func (c *Controller) wakeUp() {
 	select {
-	case c.wake <- struct{}{}:
-	default:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.clock.After(d):
+		return nil
 	}
 }
 
