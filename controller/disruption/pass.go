@@ -90,11 +90,11 @@ func (c *Controller) publishBudgets(ctx context.Context, cluster *Cluster, now t
 // chooseCommands is the pass's choice, shared by Controller.Step and DryRun: it asks the
 // methods, in order, for a command over cluster; while one is found, its candidates and the
 // nodes its pods go to are set aside (Cluster.reserve) and the methods are asked again, up to
-// maxCommandsPerPass. A later command is simulated on the cluster as it will be while the
-// earlier ones run: one that only deletes as done, one that launches as started (its nodes
-// keep their pods and take no new one). visit sees every method's answer and how long it
-// took; chosen gets each command, and stops the choice by returning false. The reservations
-// are lifted before it returns.
+// maxCommandsPerPass. A later command is simulated on the cluster as it will be once the
+// earlier ones are done: a deleting one's pods placed again first, a launching one's pods on
+// its destinations and its replacements launching (Cluster.launching). visit sees every
+// method's answer and how long it took; chosen gets each command, and stops the choice by
+// returning false. The reservations are lifted before it returns.
 func chooseCommands(ctx context.Context, cluster *Cluster, methods []Method, now time.Time,
 	visit func(Method, MethodResult, time.Duration), chosen func(Method, *Command) bool) error {
 	defer cluster.unreserve()
