@@ -57,6 +57,8 @@ type Cluster struct {
 	// before it starts; with a budget of one node, a later command starts only once the
 	// earlier ones are done, and its validation sees their replacements initialized.
 	launching []*Command
+	// launched are the candidates of those commands, by NodeClaim name.
+	launched map[string]bool
 	// arriving are the nodes, by name, that pods of commands already started are moving to
 	// (Controller.arrivals): no candidates while they do. Unlike the reservations above, it
 	// holds for the whole pass, validations included.
@@ -75,6 +77,12 @@ func (c *Cluster) reserve(cmd *Command) {
 	}
 	if len(cmd.Replacements) > 0 {
 		c.launching = append(c.launching, cmd)
+		if c.launched == nil {
+			c.launched = map[string]bool{}
+		}
+		for _, cand := range cmd.Candidates {
+			c.launched[cand.Name()] = true
+		}
 		return
 	}
 	if c.reserved == nil {
@@ -85,24 +93,11 @@ func (c *Cluster) reserve(cmd *Command) {
 	}
 }
 
-// launchingCandidate reports whether the NodeClaim named name is a candidate of a launching
-// command of the pass (Cluster.launching).
-func (c *Cluster) launchingCandidate(name string) bool {
-	for _, cmd := range c.launching {
-		for _, cand := range cmd.Candidates {
-			if cand.Name() == name {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // setAside reports whether nc, on node, is a candidate of or receives pods of a command the
-// pass already chose, or of one started (Cluster.reserved, Cluster.launching,
+// pass already chose, or of one started (Cluster.reserved, Cluster.launched,
 // Cluster.receiving, Cluster.arriving).
 func (c *Cluster) setAside(nc *karpv1.NodeClaim, node *corev1.Node) bool {
-	return c.reserved[nc.Name] != nil || c.receiving[nc.Name] || c.launchingCandidate(nc.Name) ||
+	return c.reserved[nc.Name] != nil || c.receiving[nc.Name] || c.launched[nc.Name] ||
 		(node != nil && (c.receiving[node.Name] || c.arriving[node.Name]))
 }
 
@@ -117,7 +112,7 @@ func (c *Cluster) nodeClaimAt(name string) *karpv1.NodeClaim {
 }
 
 // unreserve lifts every reservation.
-func (c *Cluster) unreserve() { c.reserved, c.receiving, c.launching = nil, nil, nil }
+func (c *Cluster) unreserve() { c.reserved, c.receiving, c.launching, c.launched = nil, nil, nil, nil }
 
 // reservedCandidates are the reserved candidates in NodeClaim name order.
 func (c *Cluster) reservedCandidates() []*Candidate {

@@ -188,8 +188,9 @@ func (s *SingleNodeConsolidation) ComputeCommand(ctx context.Context, c *Cluster
 	prices := newPriceBook(s.InstanceTypes, c)
 	var blocked []Blocked
 	// fallback is the first replacing command found that moves pods onto another candidate;
-	// a few more candidates are tried for one that does not (disturbs).
+	// a few more candidates are tried for one that does not (disturbance).
 	var fallback *Command
+	fallbackImminent := false
 	lookahead := 0
 	for _, cand := range s.order(cands, start) {
 		if fallback != nil {
@@ -224,13 +225,17 @@ func (s *SingleNodeConsolidation) ComputeCommand(ctx context.Context, c *Cluster
 			return nil, blocked, err
 		}
 		cmd.Method = s.Name()
-		if fallback == nil && disturbs(c, cmd, cands, start) {
-			fallback = cmd
-			continue
+		if fallback == nil {
+			if disturbs, imminent := disturbance(c, cmd, cands, start); disturbs {
+				fallback, fallbackImminent = cmd, imminent
+				continue
+			}
 		}
 		return cmd, blocked, nil
 	}
-	if fallback != nil && waitsForDisturbed(c, fallback, start) {
+	if fallback != nil && fallbackImminent && newlyConsolidatable(fallback, start) {
+		// A node it moves pods onto is about to become a candidate: once the pass sees both,
+		// it can replace that node first.
 		return nil, blocked, nil
 	}
 	return fallback, blocked, nil
@@ -244,17 +249,17 @@ const maxLookahead = 8
 // pods onto it to wait for it (waitsForDisturbed): the consolidation validation delay.
 const imminentWindow = DefaultConsolidationValidationDelay
 
-// disturbs reports whether cmd launches replacements and moves pods onto the node of another
-// of cands, or of a node whose consolidateAfter ends within imminentWindow: the pods landing
-// there restart that node's consolidateAfter, so a command for it chosen in the same pass is
-// refused at its validation, and its pods move twice. A zone spread after a scale-down does
-// this: a zone's pods must go to the zones below it, so replacing the nodes of the fullest
-// zone first disturbs every other, while replacing those of the emptiest first keeps each
-// zone's pods on its own replacement. A delete decision disturbs by design (its pods fill the
-// others' room) and is never held back.
-func disturbs(c *Cluster, cmd *Command, cands []*Candidate, now time.Time) bool {
+// disturbance reports whether cmd launches replacements and moves pods onto the node of
+// another of cands, or of a node whose consolidateAfter ends within imminentWindow (then
+// imminent is true too): the pods landing there restart that node's consolidateAfter, so a
+// command for it chosen in the same pass is refused at its validation, and its pods move
+// twice. A zone spread after a scale-down does this: a zone's pods must go to the zones below
+// it, so replacing the nodes of the fullest zone first disturbs every other, while replacing
+// those of the emptiest first keeps each zone's pods on its own replacement. A delete decision
+// disturbs by design (its pods fill the others' room) and is never held back.
+func disturbance(c *Cluster, cmd *Command, cands []*Candidate, now time.Time) (disturbs, imminent bool) {
 	if len(cmd.Replacements) == 0 {
-		return false
+		return false, false
 	}
 	mine := map[string]bool{}
 	for _, cand := range cmd.Candidates {
@@ -266,54 +271,60 @@ func disturbs(c *Cluster, cmd *Command, cands []*Candidate, now time.Time) bool 
 			others[cand.Name()], others[cand.Node.Name] = true, true
 		}
 	}
+	seen := map[string]bool{}
 	for _, dest := range cmd.Destinations {
+		if seen[dest] {
+			continue
+		}
+		seen[dest] = true
 		if others[dest] {
-			return true
+			disturbs = true
 		}
 		if nc := c.nodeClaimAt(dest); nc != nil && !mine[nc.Name] && consolidatableWithin(nc, c.NodePoolOf(nc), now, imminentWindow) {
-			return true
+			disturbs, imminent = true, true
 		}
 	}
-	return false
+	return disturbs, imminent
 }
 
-// waitsForDisturbed reports whether cmd, the only command found and one that disturbs other
-// nodes, should wait instead: a node it moves pods onto becomes Consolidatable within
-// imminentWindow, when the pass sees both and can replace that node first. Its candidates
-// became Consolidatable less than imminentWindow ago, so a command waits once, never longer.
-func waitsForDisturbed(c *Cluster, cmd *Command, now time.Time) bool {
+// newlyConsolidatable reports whether every candidate of cmd became Consolidatable less than
+// imminentWindow ago: a command that disturbs a node about to become a candidate waits for it
+// only then, so it waits once, never longer.
+func newlyConsolidatable(cmd *Command, now time.Time) bool {
 	for _, cand := range cmd.Candidates {
 		cond := meta.FindStatusCondition(cand.NodeClaim.Status.Conditions, karpv1.ConditionTypeConsolidatable)
 		if cond == nil || now.Sub(cond.LastTransitionTime.Time) >= imminentWindow {
 			return false
 		}
 	}
-	for _, dest := range cmd.Destinations {
-		if nc := c.nodeClaimAt(dest); nc != nil && consolidatableWithin(nc, c.NodePoolOf(nc), now, imminentWindow) {
-			return true
-		}
-	}
-	return false
+	return true
 }
 
 // consolidatableWithin reports whether nc, not Consolidatable yet, becomes so within window of
-// now: its NodePool consolidates underused nodes, and consolidateAfter ends by then since the
-// later of its last pod event and its initialization (the podevents controller's rule).
+// now: its NodePool consolidates underused nodes, and its consolidateAfter ends by then
+// (ConsolidatableAt).
 func consolidatableWithin(nc *karpv1.NodeClaim, np *karpv1.NodePool, now time.Time, window time.Duration) bool {
-	if np == nil || !consolidatesUnderused(np) || np.Spec.Disruption.ConsolidateAfter.Duration == nil ||
-		meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeConsolidatable) {
+	if np == nil || !consolidatesUnderused(np) || meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeConsolidatable) {
 		return false
 	}
+	at, ok := ConsolidatableAt(nc, np)
+	return ok && now.Before(at) && at.Sub(now) <= window
+}
+
+// ConsolidatableAt is when nc becomes Consolidatable: its NodePool's consolidateAfter after the
+// later of its last pod event and its initialization. ok is false when it never does: no
+// NodePool, consolidateAfter Never, or not initialized. The podevents controller sets the
+// condition by it.
+func ConsolidatableAt(nc *karpv1.NodeClaim, np *karpv1.NodePool) (at time.Time, ok bool) {
 	initialized := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeInitialized)
-	if initialized == nil || initialized.Status != metav1.ConditionTrue {
-		return false
+	if np == nil || initialized == nil || initialized.Status != metav1.ConditionTrue || np.Spec.Disruption.ConsolidateAfter.IsNever() {
+		return time.Time{}, false
 	}
 	since := nc.Status.LastPodEventTime.Time
 	if initialized.LastTransitionTime.After(since) {
 		since = initialized.LastTransitionTime.Time
 	}
-	at := since.Add(*np.Spec.Disruption.ConsolidateAfter.Duration)
-	return now.Before(at) && at.Sub(now) <= window
+	return since.Add(*np.Spec.Disruption.ConsolidateAfter.Duration), true
 }
 
 // Revalidate recomputes the command over the fresh candidates after the validation delay:

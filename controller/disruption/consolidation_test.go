@@ -473,7 +473,7 @@ func TestSingleNodeConsolidationPrefersACommandThatDisturbsNoOtherCandidate(t *t
 	if err != nil {
 		t.Fatalf("replacing a: %v", err)
 	}
-	if !disturbs(cluster, aOnly, cands, epoch) {
+	if disturbs, _ := disturbance(cluster, aOnly, cands, epoch); !disturbs {
 		t.Fatalf("a's command %s (moves %v) does not disturb b; the test no longer shows the case", aOnly, aOnly.Destinations)
 	}
 	allowed, _ := cluster.Allowed(m.Reason(), epoch)
@@ -481,7 +481,10 @@ func TestSingleNodeConsolidationPrefersACommandThatDisturbsNoOtherCandidate(t *t
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cmd == nil || !slices.Equal(cmd.CandidateNames(), []string{"b"}) || disturbs(cluster, cmd, cands, epoch) {
+	if cmd == nil || !slices.Equal(cmd.CandidateNames(), []string{"b"}) {
+		t.Fatalf("command %v, want b replaced, disturbing no other candidate", cmd)
+	}
+	if disturbs, _ := disturbance(cluster, cmd, cands, epoch); disturbs {
 		t.Fatalf("command %v, want b replaced, disturbing no other candidate", cmd)
 	}
 }

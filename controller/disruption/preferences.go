@@ -3,7 +3,6 @@ package disruption
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -68,7 +67,7 @@ func (c *Consolidation) logPreferenceBlockers(ctx context.Context, cluster *Clus
 	var suspects []*corev1.Pod
 	for _, cand := range cands {
 		for _, p := range cand.Pods {
-			if strings.HasPrefix(sim.Destinations[p.UID], "replacement-") && hasPreferences(p) && c.preferenceLooks().first(cluster, p.UID) {
+			if isReplacement(sim.Destinations[p.UID]) && hasPreferences(p) && c.preferenceLooks().first(cluster, p.UID) {
 				suspects = append(suspects, p)
 			}
 		}

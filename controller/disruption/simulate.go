@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -147,7 +148,7 @@ func (c *Cluster) unsettledNodeClaims() map[string]bool {
 	out := map[string]bool{}
 	for _, nc := range c.NodeClaims {
 		n := c.NodeOf[nc.Name]
-		if n == nil || !isInitialized(nc) || c.isDeleting(nc) || c.reserved[nc.Name] != nil || c.launchingCandidate(nc.Name) {
+		if n == nil || !isInitialized(nc) || c.isDeleting(nc) || c.reserved[nc.Name] != nil || c.launched[nc.Name] {
 			out[nc.Name] = true
 		}
 	}
@@ -206,7 +207,7 @@ type SolverSimulator struct {
 	// domains follow them), and baseKey its key.
 	base            *Cluster
 	baseUnavailable map[cloudprovider.OfferingKey]time.Time
-	baseLaunching   int
+	baseLaunching   []*Command
 	baseKey         *int
 	predictor       RequestPredictor // volatile requests (volatile.go); nil for none
 	// podInfos is the solver's pod state cache, which PodEvents fills (nil without a solver).
@@ -285,7 +286,7 @@ func (s *SolverSimulator) Simulate(ctx context.Context, c *Cluster, cands []*Can
 		if !slices.ContainsFunc(planned.Pods, func(p *corev1.Pod) bool { return moving.Has(p.UID) }) {
 			continue // only pending pods: the Provisioner launches for those itself
 		}
-		label := fmt.Sprintf("replacement-%d", len(out.Replacements))
+		label := replacementLabel(len(out.Replacements))
 		for _, p := range planned.Pods {
 			if moving.Has(p.UID) {
 				out.Destinations[p.UID] = label
@@ -294,6 +295,26 @@ func (s *SolverSimulator) Simulate(ctx context.Context, c *Cluster, cands []*Can
 		out.Replacements = append(out.Replacements, planned.NodeClaim)
 	}
 	return out, nil
+}
+
+// replacementLabel is the destination of the pods a simulation puts on its i-th replacement
+// (Simulation.Destinations).
+func replacementLabel(i int) string { return fmt.Sprintf("replacement-%d", i) }
+
+// replacementIndex is i when dest is replacementLabel(i).
+func replacementIndex(dest string) (i int, ok bool) {
+	rest, found := strings.CutPrefix(dest, "replacement-")
+	if !found {
+		return 0, false
+	}
+	i, err := strconv.Atoi(rest)
+	return i, err == nil && i >= 0
+}
+
+// isReplacement reports whether dest names one of a simulation's replacements.
+func isReplacement(dest string) bool {
+	_, ok := replacementIndex(dest)
+	return ok
 }
 
 // displaced names the first pod of a reserved candidate (Cluster.reserved) that plan could
@@ -327,10 +348,10 @@ func (s *SolverSimulator) plan(ctx context.Context, c *Cluster, view *View, cand
 		return s.planner.PlanDisruption(ctx, view, batch)
 	}
 	s.mu.Lock()
-	if s.base != c || !sameKeys(s.baseUnavailable, view.unavailable) || s.baseLaunching != len(c.launching) {
+	if s.base != c || !sameKeys(s.baseUnavailable, view.unavailable) || !slices.Equal(s.baseLaunching, c.launching) {
 		// The pass's launching commands are done in the base (newView), so each one the pass
 		// chooses loads it again.
-		s.base, s.baseUnavailable, s.baseLaunching, s.baseKey = c, view.unavailable, len(c.launching), new(int)
+		s.base, s.baseUnavailable, s.baseLaunching, s.baseKey = c, view.unavailable, slices.Clone(c.launching), new(int)
 	}
 	key := s.baseKey
 	s.mu.Unlock()

@@ -2,7 +2,6 @@ package disruption
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"time"
 
@@ -179,7 +178,7 @@ func (c *Cluster) launchedPods(removedClaims, removedNodes sets.Set[string]) ([]
 		for i, r := range cmd.Replacements {
 			nc := r.DeepCopy()
 			nc.GenerateName = ""
-			nc.Name = fmt.Sprintf("%s-replacement-%d", cmd.Candidates[0].Name(), i)
+			nc.Name = cmd.Candidates[0].Name() + "-" + replacementLabel(i)
 			names[i] = nc.Name
 			byName[nc.Name] = nc
 			replacements = append(replacements, nc)
@@ -190,8 +189,7 @@ func (c *Cluster) launchedPods(removedClaims, removedNodes sets.Set[string]) ([]
 				if !ok {
 					continue
 				}
-				var i int
-				if _, err := fmt.Sscanf(dest, "replacement-%d", &i); err == nil && i >= 0 && i < len(names) {
+				if i, ok := replacementIndex(dest); ok && i < len(names) {
 					dest = names[i]
 				}
 				switch {

@@ -129,16 +129,11 @@ func Update(nc *karpv1.NodeClaim, np *karpv1.NodePool, pods []corev1.Pod, remove
 		meta.RemoveStatusCondition(&nc.Status.Conditions, karpv1.ConditionTypeEmpty)
 	}
 
-	initialized := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeInitialized)
-	if np == nil || initialized == nil || initialized.Status != metav1.ConditionTrue || np.Spec.Disruption.ConsolidateAfter.IsNever() {
+	at, ok := disruption.ConsolidatableAt(nc, np)
+	if !ok {
 		meta.RemoveStatusCondition(&nc.Status.Conditions, karpv1.ConditionTypeConsolidatable)
 		return 0
 	}
-	since := nc.Status.LastPodEventTime.Time
-	if initialized.LastTransitionTime.After(since) {
-		since = initialized.LastTransitionTime.Time
-	}
-	at := since.Add(*np.Spec.Disruption.ConsolidateAfter.Duration)
 	if now.Before(at) {
 		meta.RemoveStatusCondition(&nc.Status.Conditions, karpv1.ConditionTypeConsolidatable)
 		return at.Sub(now)
