@@ -97,15 +97,35 @@ func (p *Plugin) missingReplicas(pods []*corev1.Pod) []buffer.Workload {
 // that kind's controller does; ok is false for another kind, or one that may never create
 // them.
 func (p *Plugin) workloadOf(namespace string, ref *metav1.OwnerReference) (buffer.Workload, bool) {
-	switch {
-	case ref.Kind == "ReplicaSet" && ref.APIVersion == appsv1.SchemeGroupVersion.String():
+	switch workloadKind(ref) {
+	case kindReplicaSet:
 		return p.replicaSetReplicas(namespace, ref)
-	case ref.Kind == "StatefulSet" && ref.APIVersion == appsv1.SchemeGroupVersion.String():
+	case kindStatefulSet:
 		return p.statefulSetReplicas(namespace, ref)
-	case ref.Kind == "Job" && ref.APIVersion == batchv1.SchemeGroupVersion.String():
+	case kindJob:
 		return p.jobReplicas(namespace, ref)
 	}
 	return buffer.Workload{}, false
+}
+
+// The workload kinds whose missing replicas are planned (workloadKind).
+const (
+	kindReplicaSet  = "ReplicaSet"
+	kindStatefulSet = "StatefulSet"
+	kindJob         = "Job"
+)
+
+// workloadKind is the kind of the controller ref names when it is one whose replicas the
+// plugin plans: kindReplicaSet, kindStatefulSet or kindJob; "" for any other (or nil).
+func workloadKind(ref *metav1.OwnerReference) string {
+	switch {
+	case ref == nil:
+	case ref.APIVersion == appsv1.SchemeGroupVersion.String() && (ref.Kind == kindReplicaSet || ref.Kind == kindStatefulSet):
+		return ref.Kind
+	case ref.APIVersion == batchv1.SchemeGroupVersion.String() && ref.Kind == kindJob:
+		return ref.Kind
+	}
+	return ""
 }
 
 // replicaSetReplicas: spec.replicas less the pods that count, as the ReplicaSet controller
@@ -129,21 +149,21 @@ func (p *Plugin) replicaSetReplicas(namespace string, ref *metav1.OwnerReference
 // from its spec alone (no pods listed: PreFilter asks it): a ReplicaSet's or StatefulSet's
 // spec.replicas, a Job's parallelism. ok is false when it cannot be read.
 func (p *Plugin) desiredReplicas(namespace string, ref *metav1.OwnerReference) (int32, bool) {
-	if p.workloads == nil || ref == nil || ref.APIVersion != appsv1.SchemeGroupVersion.String() && ref.APIVersion != batchv1.SchemeGroupVersion.String() {
+	if p.workloads == nil {
 		return 0, false
 	}
-	switch ref.Kind {
-	case "ReplicaSet":
+	switch workloadKind(ref) {
+	case kindReplicaSet:
 		rs, err := p.workloads.replicaSets.ReplicaSets(namespace).Get(ref.Name)
 		if err == nil && rs.UID == ref.UID && rs.Spec.Replicas != nil {
 			return *rs.Spec.Replicas, true
 		}
-	case "StatefulSet":
+	case kindStatefulSet:
 		sts, err := p.workloads.statefulSets.StatefulSets(namespace).Get(ref.Name)
 		if err == nil && sts.UID == ref.UID && sts.Spec.Replicas != nil {
 			return *sts.Spec.Replicas, true
 		}
-	case "Job":
+	case kindJob:
 		job, err := p.workloads.jobs.Jobs(namespace).Get(ref.Name)
 		if err == nil && job.UID == ref.UID {
 			return ptr.Deref(job.Spec.Parallelism, 1), true

@@ -272,20 +272,18 @@ func (p *Plugin) awaitsSlots(pod *corev1.Pod) bool {
 func (p *Plugin) recordSlots(nc *karpv1.NodeClaim, plan uint64, pods []*corev1.Pod) {
 	expires := p.clock.Now().Add(replicaSlotTTL)
 	zone := nodeClaimZone(nc)
-	desired := map[types.UID]int32{}
-	for _, pod := range pods {
-		if workload, _, ok := buffer.MissingReplicaOf(pod); ok {
-			if _, read := desired[workload]; !read {
-				desired[workload], _ = p.desiredReplicas(pod.Namespace, metav1.GetControllerOfNoCopy(pod))
-			}
-		}
-	}
+	desired := map[types.UID]int32{} // read once per workload
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, pod := range pods {
-		if workload, index, ok := buffer.MissingReplicaOf(pod); ok {
-			p.slots.add(pod.UID, replicaSlot{workload: workload, nodeClaim: nc.Name, zone: zone, index: index, plan: plan, expires: expires, desired: desired[workload]})
+		workload, index, ok := buffer.MissingReplicaOf(pod)
+		if !ok {
+			continue
 		}
+		if _, read := desired[workload]; !read {
+			desired[workload], _ = p.desiredReplicas(pod.Namespace, metav1.GetControllerOfNoCopy(pod))
+		}
+		p.slots.add(pod.UID, replicaSlot{workload: workload, nodeClaim: nc.Name, zone: zone, index: index, plan: plan, expires: expires, desired: desired[workload]})
 	}
 }
 
@@ -403,8 +401,8 @@ func (p *Plugin) slotKey(pod *corev1.Pod) (workload, want types.UID, ok bool) {
 // completion index), "" when any slot of the workload will do; identified is false when pod
 // should have an identity but it cannot be read.
 func replicaIdentity(pod *corev1.Pod, ref *metav1.OwnerReference) (want types.UID, identified bool) {
-	switch {
-	case ref.Kind == "StatefulSet" && ref.APIVersion == appsv1.SchemeGroupVersion.String():
+	switch workloadKind(ref) {
+	case kindStatefulSet:
 		index, ok := pod.Labels[appsv1.PodIndexLabel]
 		if !ok {
 			index = strings.TrimPrefix(pod.Name, ref.Name+"-")
@@ -414,7 +412,7 @@ func replicaIdentity(pod *corev1.Pod, ref *metav1.OwnerReference) (want types.UI
 			return "", false
 		}
 		return buffer.ReplicaUID(ref.UID, ordinal), true
-	case ref.Kind == "Job" && ref.APIVersion == batchv1.SchemeGroupVersion.String():
+	case kindJob:
 		index, ok := pod.Annotations[batchv1.JobCompletionIndexAnnotation]
 		if !ok {
 			return "", true // a NonIndexed Job's pods are alike
