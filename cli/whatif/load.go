@@ -67,6 +67,10 @@ type Cluster struct {
 	unavailableNamespace string
 }
 
+// gracefulDeletionFinalizer holds, in memory only, an object the snapshot shows being deleted
+// without a finalizer (Load).
+const gracefulDeletionFinalizer = "joinery.dev/snapshot-graceful-deletion"
+
 // Load serves s in memory with gates, as the binaries run with them: with NodeOverlay the
 // snapshot's NodeOverlays apply to its catalog, without ReservedCapacity its reserved
 // offerings are left out, and with CapacityBuffer joinery-controller's buffer controller
@@ -85,6 +89,12 @@ func Load(s *snapshot.Snapshot, gates featuregates.Gates) (*Cluster, error) {
 	var all []client.Object
 	add := func(obj client.Object, isCore bool) {
 		obj.SetResourceVersion("")
+		if obj.GetDeletionTimestamp() != nil && len(obj.GetFinalizers()) == 0 {
+			// A pod in its termination grace period has no finalizer; the in-memory client
+			// refuses (panics on) an object being deleted without one. The copy keeps it
+			// terminating, as the API server does until the grace period ends.
+			obj.SetFinalizers([]string{gracefulDeletionFinalizer})
+		}
 		all = append(all, obj)
 		if isCore {
 			core = append(core, obj)

@@ -6,6 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cli/fixtures"
 	"github.com/joinery-dev/joinery/cli/snapshot"
@@ -232,5 +236,37 @@ func TestExplainNodeAgreesWithThePass(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLoadKeepsATerminatingPod: a pod in its termination grace period (a deletion timestamp,
+// no finalizer) is loaded as terminating. Before, the in-memory client panicked on it, so
+// `joinery explain` and `joinery simulate` crashed on any live cluster where a pod was being
+// deleted (seen in make test: another test's namespace was terminating).
+func TestLoadKeepsATerminatingPod(t *testing.T) {
+	s := read(t)
+	if len(s.Pods) == 0 {
+		t.Fatal("the fixture has no pod")
+	}
+	terminating := s.Pods[0].DeepCopy()
+	terminating.Name += "-terminating"
+	terminating.UID += "-terminating"
+	terminating.DeletionTimestamp = &metav1.Time{Time: s.TakenAt.Time}
+	terminating.Finalizers = nil
+	s.Pods = append(s.Pods, *terminating)
+
+	c, err := whatif.Load(s, featuregates.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := &corev1.Pod{}
+	if err := c.Client.Get(context.Background(), client.ObjectKeyFromObject(terminating), got); err != nil {
+		t.Fatalf("the terminating pod is not loaded: %v", err)
+	}
+	if got.DeletionTimestamp == nil {
+		t.Error("the loaded pod is no longer terminating")
+	}
+	if s.Pods[len(s.Pods)-1].Finalizers != nil {
+		t.Error("Load changed the snapshot")
 	}
 }
