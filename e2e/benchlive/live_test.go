@@ -16,6 +16,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -211,8 +212,39 @@ func runWorkload(t *testing.T, w workload) result {
 		final := listClaims(t, c)
 		r.settledNodes, r.settledPrice = len(final), priceOf(t, c, final)
 		r.settledCreated = claims.count() - createdBefore
+		r.trace += "; " + claims.scaleDownTrace(scaled)
+		logConsolidationRefusals(t, env, scaled)
 	}
 	return r
+}
+
+// logConsolidationRefusals logs, once each, the reasons consolidation gave since the scale for
+// passing nodes over or refusing their commands (Karpenter's Unconsolidatable and
+// ConsolidationRejected events on the NodeClaims): a scale-down that settles with nodes left
+// says why here.
+func logConsolidationRefusals(t *testing.T, env *framework.Env, since time.Time) {
+	t.Helper()
+	list, err := env.Client.EventsV1().Events("").List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Logf("listing events: %v", err)
+		return
+	}
+	seen := map[string]bool{}
+	for _, e := range list.Items {
+		if e.Regarding.Kind != "NodeClaim" || (e.Reason != "Unconsolidatable" && e.Reason != "ConsolidationRejected") {
+			continue
+		}
+		at := e.EventTime.Time
+		if at.IsZero() {
+			at = e.DeprecatedLastTimestamp.Time
+		}
+		line := fmt.Sprintf("%s %s: %s", e.Regarding.Name, e.Reason, e.Note)
+		if at.Before(since) || seen[line] {
+			continue
+		}
+		seen[line] = true
+		t.Logf("scale-down %+.0fs: %s", at.Sub(since).Seconds(), line)
+	}
 }
 
 func controllerClient(t *testing.T, env *framework.Env) client.Client {
@@ -356,16 +388,24 @@ func percentile(sorted []time.Duration, q float64) time.Duration {
 }
 
 // claimLog is every NodeClaim name a watch saw, and when the set last changed (a NodeClaim
-// created, deleted or marked for deletion).
+// created, deleted or marked for deletion), with each NodeClaim's timeline (claimTimes).
 type claimLog struct {
 	mu         sync.Mutex
 	seen       map[string]bool
 	lastChange time.Time
+	times      map[string]*claimTimes
+}
+
+// claimTimes is what the scale-down trace reports of one NodeClaim: when the watch first saw
+// it, its last pod event and the Consolidatable transition (the API's, second-granular), and
+// when the watch first saw it marked for deletion.
+type claimTimes struct {
+	created, lastPodEvent, consolidatable, deleting time.Time
 }
 
 func watchNodeClaims(t *testing.T, c client.Client) *claimLog {
 	t.Helper()
-	l := &claimLog{seen: map[string]bool{}, lastChange: time.Now()}
+	l := &claimLog{seen: map[string]bool{}, lastChange: time.Now(), times: map[string]*claimTimes{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	// Polling at 500 ms is enough: NodeClaims live for seconds at least, and a poll is cheap
@@ -382,11 +422,14 @@ func watchNodeClaims(t *testing.T, c client.Client) *claimLog {
 					if !l.seen[nc.Name] {
 						l.seen[nc.Name] = true
 						l.lastChange = time.Now()
+						l.times[nc.Name] = &claimTimes{created: l.lastChange}
 					}
 					if nc.DeletionTimestamp != nil && !deleting[nc.Name] {
 						deleting[nc.Name] = true
 						l.lastChange = time.Now()
+						l.times[nc.Name].deleting = l.lastChange
 					}
+					l.times[nc.Name].observe(&nc)
 				}
 				for name := range deleting {
 					if !now[name] {
@@ -403,6 +446,68 @@ func watchNodeClaims(t *testing.T, c client.Client) *claimLog {
 		}
 	}()
 	return l
+}
+
+// observe records nc's last pod event and Consolidatable transition.
+func (ct *claimTimes) observe(nc *karpv1.NodeClaim) {
+	if t := nc.Status.LastPodEventTime.Time; !t.IsZero() {
+		ct.lastPodEvent = t
+	}
+	if cond := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeConsolidatable); cond != nil && cond.Status == metav1.ConditionTrue && ct.deleting.IsZero() {
+		ct.consolidatable = cond.LastTransitionTime.Time
+	}
+}
+
+// scaleDownTrace is, for each NodeClaim the scale-down began with (in the order they were
+// marked for deletion, kept ones last), its last pod event, when it became Consolidatable and
+// when it was marked for deletion, each relative to the scale; then when each replacement
+// appeared. It says where a slow scale-down waited: for consolidateAfter, or for a pass.
+func (l *claimLog) scaleDownTrace(scaled time.Time) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	rel := func(t time.Time) string {
+		if t.IsZero() {
+			return "—"
+		}
+		return fmt.Sprintf("%+.1fs", t.Sub(scaled).Seconds())
+	}
+	var before, after []string
+	for name, ct := range l.times {
+		if ct.created.Before(scaled) {
+			before = append(before, name)
+		} else {
+			after = append(after, name)
+		}
+	}
+	order := func(names []string, at func(*claimTimes) time.Time) {
+		slices.SortFunc(names, func(a, b string) int {
+			ta, tb := at(l.times[a]), at(l.times[b])
+			switch {
+			case ta.IsZero() != tb.IsZero():
+				if ta.IsZero() {
+					return 1
+				}
+				return -1
+			case !ta.Equal(tb):
+				return ta.Compare(tb)
+			}
+			return strings.Compare(a, b)
+		})
+	}
+	order(before, func(ct *claimTimes) time.Time { return ct.deleting })
+	order(after, func(ct *claimTimes) time.Time { return ct.created })
+	var parts []string
+	for _, name := range before {
+		ct := l.times[name]
+		if !ct.deleting.IsZero() && ct.deleting.Before(scaled) {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s last pod event %s, Consolidatable %s, deleting %s", name, rel(ct.lastPodEvent), rel(ct.consolidatable), rel(ct.deleting)))
+	}
+	for _, name := range after {
+		parts = append(parts, fmt.Sprintf("%s created %s", name, rel(l.times[name].created)))
+	}
+	return "scale-down: " + strings.Join(parts, "; ")
 }
 
 func (l *claimLog) count() int {
