@@ -104,6 +104,9 @@ func (m *MultiNodeConsolidation) ComputeCommand(ctx context.Context, c *Cluster,
 		timeout = DefaultMultiNodeTimeout
 	}
 	start := m.now()
+	if len(imminentNodes(c, cands, start)) > 0 {
+		return nil, nil, nil // single-node consolidation, asked next, logs the wait
+	}
 	deadline := start.Add(timeout)
 	var pools []string
 	prefixes := map[string][]*Candidate{}
@@ -184,6 +187,10 @@ func (s *SingleNodeConsolidation) ComputeCommand(ctx context.Context, c *Cluster
 		timeout = DefaultSingleNodeTimeout
 	}
 	start := s.now()
+	if imminent := imminentNodes(c, cands, start); len(imminent) > 0 {
+		log.FromContext(ctx).Info("consolidation waits for nodes about to become Consolidatable", "candidates", len(cands), "imminent", imminent)
+		return nil, nil, nil
+	}
 	deadline := start.Add(timeout)
 	prices := newPriceBook(s.InstanceTypes, c)
 	var blocked []Blocked
@@ -241,6 +248,34 @@ func (s *SingleNodeConsolidation) ComputeCommand(ctx context.Context, c *Cluster
 	return fallback, blocked, nil
 }
 
+// imminentNodes are the nodes a consolidation pass waits for: those whose consolidateAfter
+// ends within imminentWindow, when every candidate became Consolidatable less than
+// imminentWindow ago (none otherwise). Choosing now would start the first commands a
+// validation delay sooner, but the nodes about to join would be chosen only by a pass after
+// those commands ran, and their pods moved without knowing where the others' go. After a
+// scale-down every node's consolidateAfter ends within seconds of the others', so a pass that
+// waits chooses them all together. The wait is bounded: once a candidate has been
+// Consolidatable for imminentWindow, no pass waits. The loop wakes when a node becomes
+// Consolidatable (Controller.NodeClaimChanged).
+func imminentNodes(cluster *Cluster, cands []*Candidate, now time.Time) []string {
+	for _, cand := range cands {
+		if !becameConsolidatableWithin(cand.NodeClaim, now, imminentWindow) {
+			return nil
+		}
+	}
+	var imminent []string
+	for _, nc := range cluster.NodeClaims {
+		node := cluster.NodeOf[nc.Name]
+		if node == nil || cluster.isDeleting(nc) || cluster.setAside(nc, node) {
+			continue
+		}
+		if consolidatableWithin(nc, cluster.NodePoolOf(nc), now, imminentWindow) {
+			imminent = append(imminent, nc.Name)
+		}
+	}
+	return imminent
+}
+
 // maxLookahead bounds how many more candidates single-node consolidation simulates, once it
 // has found a command that disturbs other nodes, for one that does not.
 const maxLookahead = 8
@@ -292,23 +327,32 @@ func disturbance(c *Cluster, cmd *Command, cands []*Candidate, now time.Time) (d
 // only then, so it waits once, never longer.
 func newlyConsolidatable(cmd *Command, now time.Time) bool {
 	for _, cand := range cmd.Candidates {
-		cond := meta.FindStatusCondition(cand.NodeClaim.Status.Conditions, karpv1.ConditionTypeConsolidatable)
-		if cond == nil || now.Sub(cond.LastTransitionTime.Time) >= imminentWindow {
+		if !becameConsolidatableWithin(cand.NodeClaim, now, imminentWindow) {
 			return false
 		}
 	}
 	return true
 }
 
+// becameConsolidatableWithin reports whether nc is Consolidatable since less than window
+// before now.
+func becameConsolidatableWithin(nc *karpv1.NodeClaim, now time.Time, window time.Duration) bool {
+	cond := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeConsolidatable)
+	return cond != nil && cond.Status == metav1.ConditionTrue && now.Sub(cond.LastTransitionTime.Time) < window
+}
+
 // consolidatableWithin reports whether nc, not Consolidatable yet, becomes so within window of
 // now: its NodePool consolidates underused nodes, and its consolidateAfter ends by then
-// (ConsolidatableAt).
+// (ConsolidatableAt). One whose consolidateAfter ended less than window ago counts too: the
+// podevents controller sets the condition moments after, and the last pod event is stored to
+// the second, so several nodes whose consolidateAfter ends in the same second are seen
+// Consolidatable one by one.
 func consolidatableWithin(nc *karpv1.NodeClaim, np *karpv1.NodePool, now time.Time, window time.Duration) bool {
 	if np == nil || !consolidatesUnderused(np) || meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeConsolidatable) {
 		return false
 	}
 	at, ok := ConsolidatableAt(nc, np)
-	return ok && now.Before(at) && at.Sub(now) <= window
+	return ok && at.Sub(now) <= window && now.Sub(at) < window
 }
 
 // ConsolidatableAt is when nc becomes Consolidatable: its NodePool's consolidateAfter after the

@@ -581,3 +581,66 @@ func TestSingleNodeConsolidationWaitsForANodeItWouldDisturb(t *testing.T) {
 		})
 	}
 }
+
+// TestConsolidationWaitsForNodesAboutToBecomeConsolidatable (issue 24): after a scale-down
+// every node's consolidateAfter ends within seconds of the others'. While the candidates
+// became Consolidatable only just now and another node's consolidateAfter ends within the
+// validation delay, neither method chooses: the pass that sees them all chooses them together.
+// A node whose consolidateAfter ended a moment ago but that the podevents controller has not
+// marked yet counts as about to. A node further off, one held for another reason, or
+// candidates that have waited the validation delay already, do not hold the pass.
+func TestConsolidationWaitsForNodesAboutToBecomeConsolidatable(t *testing.T) {
+	now := epoch.Add(time.Hour)
+	tests := []struct {
+		name                   string
+		consolidatableFor, cIn time.Duration
+		wait                   bool
+	}{
+		{name: "c consolidatable in 5s: wait", consolidatableFor: time.Second, cIn: 5 * time.Second, wait: true},
+		{name: "c consolidatable in 20s: choose", consolidatableFor: time.Second, cIn: 20 * time.Second},
+		{name: "c due a moment ago, not marked yet: wait", consolidatableFor: time.Second, cIn: -time.Second, wait: true},
+		{name: "c due long ago, not marked: choose", consolidatableFor: time.Second, cIn: -20 * time.Second},
+		{name: "candidates waited already: choose", consolidatableFor: imminentWindow, cIn: 5 * time.Second},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			its := testCatalog(t, 0)
+			np := testNodePool("default", onDemandOnly, budgets(karpv1.Budget{Nodes: "100%"}))
+			np.Spec.Disruption.ConsolidateAfter = karpv1.DurationOf(30 * time.Second)
+			objs := []client.Object{np}
+			for _, name := range []string{"a", "b", "c"} {
+				objs = append(objs, pair(testNode(name, "default", typed(its, "large", "on-demand"), func(nc *karpv1.NodeClaim, _ *corev1.Node) {
+					if name == "c" {
+						meta.RemoveStatusCondition(&nc.Status.Conditions, karpv1.ConditionTypeConsolidatable)
+						nc.Status.LastPodEventTime = metav1.NewTime(now.Add(tc.cIn - 30*time.Second))
+						return
+					}
+					meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeConsolidatable).LastTransitionTime = metav1.NewTime(now.Add(-tc.consolidatableFor))
+				}))...)
+				objs = append(objs, cpuPod(name+"-pod", "node-"+name, "100m"))
+			}
+			cluster, _ := loadCluster(t, objs...)
+			base := Consolidation{Simulator: newSolverSimulator(t, its), InstanceTypes: benchTypes(its), Now: func() time.Time { return now }}
+			for _, m := range []Method{&MultiNodeConsolidation{Consolidation: base}, &SingleNodeConsolidation{Consolidation: base}} {
+				cands, _ := cluster.Candidates(m.Reason(), m.Class())
+				var mine []*Candidate
+				for _, cand := range cands {
+					if m.ShouldDisrupt(cand) {
+						mine = append(mine, cand)
+					}
+				}
+				if len(mine) != 2 {
+					t.Fatalf("%s: %d candidates, want a and b", m.Name(), len(mine))
+				}
+				allowed, _ := cluster.Allowed(m.Reason(), now)
+				cmd, _, err := m.ComputeCommand(context.Background(), cluster, allowed, mine)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if waited := cmd == nil; waited != tc.wait {
+					t.Errorf("%s: command %v, want a wait: %v", m.Name(), cmd, tc.wait)
+				}
+			}
+		})
+	}
+}
