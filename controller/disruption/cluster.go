@@ -15,6 +15,7 @@ import (
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/scheduling"
+	"github.com/joinery-dev/joinery/simulation"
 )
 
 // Cluster is one consistent read of what disruption decides on: every NodePool, NodeClaim,
@@ -74,6 +75,12 @@ func (c *Cluster) reserve(cmd *Command) {
 	}
 	for _, dest := range cmd.Destinations {
 		c.receiving[dest] = true
+	}
+	// The earlier commands' replacements that cmd's pods land on launch large enough for them.
+	for name, requests := range cmd.raises {
+		if earlier, i, ok := c.passReplacement(name); ok {
+			simulation.RaisePlannedRequests(earlier.Replacements[i], requests)
+		}
 	}
 	if len(cmd.Replacements) > 0 {
 		c.launching = append(c.launching, cmd)

@@ -62,6 +62,9 @@ type Command struct {
 	// prices is the price book consolidation decided the command with: its savings are
 	// priced from the same listing (Controller.pricer), nil for a method that prices nothing.
 	prices *cost.Pricer
+	// raises are what the replacements of commands chosen earlier in the pass must hold once
+	// this command's pods are on them too (Simulation.Raised), by their names in the pass.
+	raises map[string]corev1.ResourceList
 }
 
 // Decision says whether the command deletes or replaces.

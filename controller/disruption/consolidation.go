@@ -2,14 +2,18 @@ package disruption
 
 import (
 	"context"
+	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/cloudprovider"
+	"github.com/joinery-dev/joinery/scheduling"
+	"github.com/joinery-dev/joinery/simulation"
 )
 
 // Time budgets of one consolidation decision (Karpenter's): when one runs out, the best
@@ -375,7 +379,8 @@ func ConsolidatableAt(nc *karpv1.NodeClaim, np *karpv1.NodePool) (at time.Time, 
 // the same candidates must still be consolidatable the same way (a delete must still be a
 // delete), with the replacement still cheaper.
 func (c *Consolidation) Revalidate(ctx context.Context, cluster *Cluster, old *Command, fresh []*Candidate) (*Command, error) {
-	cmd, err := c.evaluate(ctx, cluster, newPriceBook(c.InstanceTypes, cluster), fresh, len(fresh) == 1)
+	prices := newPriceBook(c.InstanceTypes, cluster)
+	cmd, err := c.evaluate(ctx, cluster, prices, fresh, len(fresh) == 1)
 	if err != nil {
 		return nil, err
 	}
@@ -383,7 +388,39 @@ func (c *Consolidation) Revalidate(ctx context.Context, cluster *Cluster, old *C
 		return nil, refused("the command would now %s instead of %s", cmd.Decision(), old.Decision())
 	}
 	cmd.Method = old.Method
+	if err := keepRaises(ctx, prices, old, cmd); err != nil {
+		return nil, err
+	}
 	return cmd, nil
+}
+
+// keepRaises carries to fresh, the command recomputed at validation, the planned requests that
+// later commands of its pass raised old's replacements to (Cluster.reserve): the recomputed
+// replacements count only fresh's own pods, and would launch too small for theirs. A raise
+// none of the replacement's instance types holds is left out: the later command is then
+// refused at its own validation, as it would be without the raise.
+func keepRaises(ctx context.Context, prices *priceBook, old, fresh *Command) error {
+	for i, r := range fresh.Replacements {
+		if i >= len(old.Replacements) {
+			break
+		}
+		raised, err := simulation.PlannedRequests(old.Replacements[i])
+		if err != nil || raised == nil {
+			continue
+		}
+		its, err := prices.instanceTypes(ctx, fresh.Candidates[0].NodePool)
+		if err != nil {
+			return err
+		}
+		reqs := scheduling.FromNodeSelectorRequirementsWithMinValues(r.Spec.Requirements...)
+		allowed := reqs.Get(corev1.LabelInstanceTypeStable)
+		if slices.ContainsFunc(its, func(it *cloudprovider.InstanceType) bool {
+			return (allowed == nil || allowed.Has(it.Name)) && scheduling.Fits(raised, it.Allocatable()) == nil
+		}) {
+			simulation.RaisePlannedRequests(r, raised)
+		}
+	}
+	return nil
 }
 
 // evaluate simulates removing cands: a delete when every pod fits on the rest of the cluster,
@@ -409,7 +446,7 @@ func (c *Consolidation) judge(ctx context.Context, cluster *Cluster, prices *pri
 	if err := sim.Refusal(cluster, cands); err != nil {
 		return nil, sim, err
 	}
-	cmd := &Command{Reason: c.Reason(), Candidates: cands, Destinations: sim.Destinations, prices: prices.pricer}
+	cmd := &Command{Reason: c.Reason(), Candidates: cands, Destinations: sim.Destinations, prices: prices.pricer, raises: sim.Raised}
 	replacementPrice := 0.0
 	switch len(sim.Replacements) {
 	case 0:

@@ -98,6 +98,10 @@ type Simulation struct {
 	// no longer fits on the cluster's nodes once these candidates are gone too ("" when none):
 	// the two commands cannot both run.
 	Displaced string
+	// Raised are, for each replacement of a command chosen earlier in the pass that pods of
+	// this simulation land on (by its name in the pass, Cluster.passReplacement), what it must
+	// hold with them: its own pods, these and their daemons.
+	Raised map[string]corev1.ResourceList
 }
 
 // Refusal returns why the simulation refuses the command (a *Refusal; nil when every pod has
@@ -282,6 +286,14 @@ func (s *SolverSimulator) Simulate(ctx context.Context, c *Cluster, cands []*Can
 		}
 	}
 	out.Displaced = displaced(c, plan)
+	for name, requests := range plan.InFlightRequests {
+		if _, _, ok := c.passReplacement(name); ok {
+			if out.Raised == nil {
+				out.Raised = map[string]corev1.ResourceList{}
+			}
+			out.Raised[name] = requests
+		}
+	}
 	for _, planned := range plan.NewNodeClaims {
 		if !slices.ContainsFunc(planned.Pods, func(p *corev1.Pod) bool { return moving.Has(p.UID) }) {
 			continue // only pending pods: the Provisioner launches for those itself

@@ -178,7 +178,7 @@ func (c *Cluster) launchedPods(removedClaims, removedNodes sets.Set[string]) ([]
 		for i, r := range cmd.Replacements {
 			nc := r.DeepCopy()
 			nc.GenerateName = ""
-			nc.Name = cmd.Candidates[0].Name() + "-" + replacementLabel(i)
+			nc.Name = passReplacementName(cmd, i)
 			names[i] = nc.Name
 			byName[nc.Name] = nc
 			replacements = append(replacements, nc)
@@ -205,6 +205,25 @@ func (c *Cluster) launchedPods(removedClaims, removedNodes sets.Set[string]) ([]
 		}
 	}
 	return replacements, moved
+}
+
+// passReplacementName is what the pass calls the i-th replacement of cmd, a launching command
+// it chose, in the views of later commands: named after its first candidate.
+func passReplacementName(cmd *Command, i int) string {
+	return cmd.Candidates[0].Name() + "-" + replacementLabel(i)
+}
+
+// passReplacement finds the launching command of the pass, and the index of its replacement,
+// that name names in later commands' views (passReplacementName).
+func (c *Cluster) passReplacement(name string) (*Command, int, bool) {
+	for _, cmd := range c.launching {
+		for i := range cmd.Replacements {
+			if passReplacementName(cmd, i) == name {
+				return cmd, i, true
+			}
+		}
+	}
+	return nil, 0, false
 }
 
 // boundTo is a copy of p running on node.
