@@ -18,10 +18,19 @@ var _ fwk.PreFilterPlugin = &Plugin{}
 // all; once it is initialized and the pod still does not fit, PostFilter plans it again.
 //
 // A replica that arrives while a NodeClaim holds a place planned for it before it existed
-// takes that place and waits for it the same way (slots.go).
+// takes that place and waits for it the same way (slots.go). A pod of the batch being
+// published waits too while its NodeClaim is not created yet: a batch creates its NodeClaims
+// one after the other, for seconds when there are many, and the first ones register at once;
+// a pod of a later one, not held, was bound to the first roomy node, and its zone spread then
+// counted it where the plan had not, rejecting a planned pod elsewhere.
 func (p *Plugin) PreFilter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	p.mu.Lock()
 	nodeClaim, node, ok := p.pinOf(pod.UID)
+	if !ok && p.unpublished.Has(pod.UID) {
+		p.heldUnpublished.Insert(pod.UID)
+		p.mu.Unlock()
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, unpublishedMessage)
+	}
 	var virtual types.UID
 	awaitsSlots := false
 	if !ok {
@@ -47,6 +56,9 @@ func (p *Plugin) PreFilter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod,
 	}
 	return &fwk.PreFilterResult{NodeNames: sets.New(node)}, nil
 }
+
+// unpublishedMessage is PreFilter's status for a pod whose batch is creating its NodeClaim.
+const unpublishedMessage = "waiting for the NodeClaim planned for it to be created"
 
 // awaitingSlotsMessage is PreFilter's status for a replica whose place is being created.
 const awaitingSlotsMessage = "waiting for the NodeClaims planned for its workload's replicas"

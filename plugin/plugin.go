@@ -67,6 +67,10 @@ type Plugin struct {
 	refs          map[types.UID]types.NamespacedName // unassigned pods seen, to activate them by UID
 	quarantined   map[types.UID]time.Time            // pods of a batch whose planning panicked, until when
 	planning      sets.Set[types.UID]                // the pods of the batch being planned and published
+	// unpublished are the pods the batch being published planned onto NodeClaims it has not
+	// created or recorded them on yet (PreFilter holds them), and heldUnpublished those
+	// PreFilter held, retried once the batch is published.
+	unpublished, heldUnpublished sets.Set[types.UID]
 
 	// slots are the places batches planned for replicas not created yet (slots.go).
 	slots *slotBook
@@ -117,34 +121,36 @@ func newPlugin(ctx context.Context, args ProvisionerArgs, profile string, deps d
 		deps.clock = clock.RealClock{}
 	}
 	p := &Plugin{
-		args:           args,
-		profile:        profile,
-		names:          sets.New(args.SchedulerNames...),
-		clock:          deps.clock,
-		pods:           deps.pods,
-		nodeInfos:      deps.nodeInfos,
-		activator:      deps.activator,
-		nominator:      deps.nominator,
-		recorder:       deps.recorder,
-		client:         deps.client,
-		nodeClaimCache: deps.nodeClaimCache,
-		planner:        deps.planner,
-		leader:         deps.leader,
-		workloads:      deps.workloads,
-		synced:         func() {},
-		batcher:        NewBatcher(deps.clock, args.BatchIdleDuration.Duration, args.BatchMaxDuration.Duration),
-		pending:        newPendingSet(),
-		waits:          newWaitBook(),
-		slots:          newSlotBook(),
-		slotWrites:     newSlotWriter(),
-		unschedulable:  map[types.UID]string{},
-		refs:           map[types.UID]types.NamespacedName{},
-		launches:       newLaunchTracker(),
-		holds:          newHoldBook(),
-		quarantined:    map[types.UID]time.Time{},
-		planning:       sets.New[types.UID](),
-		times:          newPodTimes(),
-		ctx:            ctx,
+		args:            args,
+		profile:         profile,
+		names:           sets.New(args.SchedulerNames...),
+		clock:           deps.clock,
+		pods:            deps.pods,
+		nodeInfos:       deps.nodeInfos,
+		activator:       deps.activator,
+		nominator:       deps.nominator,
+		recorder:        deps.recorder,
+		client:          deps.client,
+		nodeClaimCache:  deps.nodeClaimCache,
+		planner:         deps.planner,
+		leader:          deps.leader,
+		workloads:       deps.workloads,
+		synced:          func() {},
+		batcher:         NewBatcher(deps.clock, args.BatchIdleDuration.Duration, args.BatchMaxDuration.Duration),
+		pending:         newPendingSet(),
+		waits:           newWaitBook(),
+		slots:           newSlotBook(),
+		slotWrites:      newSlotWriter(),
+		unschedulable:   map[types.UID]string{},
+		refs:            map[types.UID]types.NamespacedName{},
+		launches:        newLaunchTracker(),
+		holds:           newHoldBook(),
+		quarantined:     map[types.UID]time.Time{},
+		planning:        sets.New[types.UID](),
+		unpublished:     sets.New[types.UID](),
+		heldUnpublished: sets.New[types.UID](),
+		times:           newPodTimes(),
+		ctx:             ctx,
 	}
 	if deps.planner != nil {
 		// Only a plugin that provisions syncs caches the batch loop waits for.

@@ -46,33 +46,20 @@ func (p *Plugin) publish(ctx context.Context, batch []*corev1.Pod, plan *simulat
 		arriving.Insert(uid)
 	}
 	planID := p.holds.beginPlan(arriving)
+	for _, claim := range plan.NewNodeClaims {
+		for _, pod := range claim.Pods {
+			p.unpublished.Insert(pod.UID)
+		}
+	}
+	for uid := range plan.InFlight {
+		p.unpublished.Insert(uid)
+	}
 	p.mu.Unlock()
+	defer p.endPublishing(ctx)
 	p.slotsComing(plan)
 
 	for _, claim := range plan.NewNodeClaims {
-		pods := p.stillPending(claim.Pods)
-		// A CapacityBuffer's virtual pods are listed like pods, but nobody waits for them.
-		virtual := virtualIn(claim.Pods)
-		if len(pods) == 0 && len(virtual) == 0 {
-			continue // every pod found a node while the batch was planned
-		}
-		all := append(slices.Clone(pods), virtual...)
-		created, err := p.createNodeClaim(ctx, claim.NodeClaim, all)
-		if err != nil {
-			logger.Error(err, "creating nodeclaim failed; its pods stay pending", "NodePool", klog.KRef("", claim.NodeClaim.Labels[karpv1.NodePoolLabelKey]), "pods", len(pods), "bufferPods", len(virtual))
-			continue
-		}
-		p.launches.expectWritten(created.Name, uids(all))
-		_, relaxed := created.Annotations[karpv1.NodeClaimMinValuesRelaxedAnnotationKey]
-		nodeClaimsCreated.WithLabelValues("provisioned", created.Labels[karpv1.NodePoolLabelKey], strconv.FormatBool(relaxed)).Inc()
-		p.times.decided(uids(pods), p.clock.Now())
-		logger.Info("created nodeclaim",
-			"NodePool", klog.KRef("", created.Labels[karpv1.NodePoolLabelKey]),
-			"NodeClaim", klog.KRef("", created.Name),
-			"requests", created.Spec.Resources.Requests,
-			"instance-types", formatInstanceTypes(instanceTypes(created)))
-		p.nominate(planID, created.Name, pods)
-		p.recordSlots(created, planID, virtual)
+		p.publishNodeClaim(ctx, planID, claim)
 	}
 
 	byUID := make(map[types.UID]*corev1.Pod, len(batch))
@@ -96,6 +83,11 @@ func (p *Plugin) publish(ctx context.Context, batch []*corev1.Pod, plan *simulat
 				// Retry them at once; left in the unschedulable queue they would wait for an
 				// unrelated event, and a later batch would buy them capacity of their own.
 				logger.V(1).Info("in-flight nodeclaim initialized while its batch was planned; retrying its pods", "NodeClaim", klog.KRef("", name), "pods", len(pods))
+				p.mu.Lock()
+				for _, pod := range pods {
+					p.unpublished.Delete(pod.UID)
+				}
+				p.mu.Unlock()
 				p.activateUIDs(ctx, uids(pods)...)
 				continue
 			}
@@ -110,6 +102,35 @@ func (p *Plugin) publish(ctx context.Context, batch []*corev1.Pod, plan *simulat
 
 	p.retryOnNodes(ctx, plan.Retry, byUID)
 	p.recordUnschedulable(plan.Unschedulable, byUID)
+}
+
+// publishNodeClaim creates the NodeClaim of claim for those of its pods still pending and
+// its CapacityBuffers' virtual pods, and pins the pods to it; a failure leaves them pending.
+func (p *Plugin) publishNodeClaim(ctx context.Context, planID uint64, claim *simulation.PlannedNodeClaim) {
+	logger := klog.FromContext(ctx)
+	pods := p.stillPending(claim.Pods)
+	// A CapacityBuffer's virtual pods are listed like pods, but nobody waits for them.
+	virtual := virtualIn(claim.Pods)
+	if len(pods) == 0 && len(virtual) == 0 {
+		return // every pod found a node while the batch was planned
+	}
+	all := append(slices.Clone(pods), virtual...)
+	created, err := p.createNodeClaim(ctx, claim.NodeClaim, all)
+	if err != nil {
+		logger.Error(err, "creating nodeclaim failed; its pods stay pending", "NodePool", klog.KRef("", claim.NodeClaim.Labels[karpv1.NodePoolLabelKey]), "pods", len(pods), "bufferPods", len(virtual))
+		return
+	}
+	p.launches.expectWritten(created.Name, uids(all))
+	_, relaxed := created.Annotations[karpv1.NodeClaimMinValuesRelaxedAnnotationKey]
+	nodeClaimsCreated.WithLabelValues("provisioned", created.Labels[karpv1.NodePoolLabelKey], strconv.FormatBool(relaxed)).Inc()
+	p.times.decided(uids(pods), p.clock.Now())
+	logger.Info("created nodeclaim",
+		"NodePool", klog.KRef("", created.Labels[karpv1.NodePoolLabelKey]),
+		"NodeClaim", klog.KRef("", created.Name),
+		"requests", created.Spec.Resources.Requests,
+		"instance-types", formatInstanceTypes(instanceTypes(created)))
+	p.nominate(planID, created.Name, pods)
+	p.recordSlots(created, planID, virtual)
 }
 
 // retryOnNodes sends the pods that fit a registered node as it is now back to kube-scheduler:
@@ -205,6 +226,7 @@ func (p *Plugin) addPlannedPods(ctx context.Context, name string, pods []*corev1
 func (p *Plugin) nominate(plan uint64, nodeClaim string, pods []*corev1.Pod) {
 	p.mu.Lock()
 	for _, pod := range pods {
+		p.unpublished.Delete(pod.UID)
 		p.waits.assign(nodeClaim, pod.UID)
 		p.holds.addToPlan(plan, pod.UID)
 		p.pending.remove(pod.UID)
@@ -214,6 +236,18 @@ func (p *Plugin) nominate(plan uint64, nodeClaim string, pods []*corev1.Pod) {
 	for _, pod := range pods {
 		p.event(pod, corev1.EventTypeNormal, reasonNominated, "Nominate", "Pod should schedule on: nodeclaim/%s", nodeClaim)
 	}
+}
+
+// endPublishing lifts the hold on the batch's pods whose NodeClaims were not created, and
+// retries every pod PreFilter held meanwhile: the pinned ones whose node registered before
+// they were pinned would otherwise wait for an unrelated event.
+func (p *Plugin) endPublishing(ctx context.Context) {
+	p.mu.Lock()
+	held := p.heldUnpublished.UnsortedList()
+	p.unpublished.Clear()
+	p.heldUnpublished.Clear()
+	p.mu.Unlock()
+	p.activateUIDs(ctx, held...)
 }
 
 // recordUnschedulable remembers why no NodePool fits each pod, for its PostFilter message,
