@@ -235,12 +235,6 @@ func (p *Plugin) takeBatch() []*corev1.Pod {
 		if p.quarantinedNow(entry.uid) {
 			continue
 		}
-		if p.slotFor(pod) {
-			// A replica that went through PostFilter while its slots were being published:
-			// planned here, it would get a second place while its slot stayed free, and its
-			// zone would count both. The batch's retryForSlots sends it to take the slot.
-			continue
-		}
 		p.planning.Insert(entry.uid)
 		pods = append(pods, pod)
 	}
