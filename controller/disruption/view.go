@@ -3,6 +3,7 @@ package disruption
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -217,10 +218,12 @@ func passReplacementName(cmd *Command, i int) string {
 // that name names in later commands' views (passReplacementName).
 func (c *Cluster) passReplacement(name string) (*Command, int, bool) {
 	for _, cmd := range c.launching {
-		for i := range cmd.Replacements {
-			if passReplacementName(cmd, i) == name {
-				return cmd, i, true
-			}
+		label, ok := strings.CutPrefix(name, cmd.Candidates[0].Name()+"-")
+		if !ok {
+			continue
+		}
+		if i, ok := replacementIndex(label); ok && i < len(cmd.Replacements) {
+			return cmd, i, true
 		}
 	}
 	return nil, 0, false
