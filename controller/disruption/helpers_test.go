@@ -20,6 +20,7 @@ import (
 
 	"github.com/joinery-dev/joinery/apis"
 	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
+	"github.com/joinery-dev/joinery/cloudprovider"
 )
 
 var epoch = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
@@ -217,3 +218,19 @@ func (f *fakeSimulator) Simulate(_ context.Context, _ *Cluster, cands []*Candida
 }
 
 func keyOf(name string) client.ObjectKey { return client.ObjectKey{Name: name} }
+
+// consolidationDryRun runs one pass of the graceful methods, with the solver over its, on
+// cluster, and returns it with the methods and its commands as strings.
+func consolidationDryRun(t testing.TB, cluster *Cluster, its cloudprovider.InstanceTypes) (*Pass, []Method, []string) {
+	t.Helper()
+	methods := GracefulMethods(Consolidation{Simulator: newSolverSimulator(t, its), InstanceTypes: benchTypes(its)})
+	pass, err := DryRun(context.Background(), cluster, methods, epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, cmd := range pass.Commands {
+		got = append(got, cmd.String())
+	}
+	return pass, methods, got
+}

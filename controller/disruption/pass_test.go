@@ -374,15 +374,7 @@ func TestPassChoosesReplacingCommandsTogether(t *testing.T) {
 		objs = append(objs, testPod("p"+n, "node-"+n, labelled("app", "solo"), podOption(testpods.AntiAffine(corev1.LabelHostname, "solo"))))
 	}
 	cluster, _ := loadCluster(t, objs...)
-	methods := GracefulMethods(Consolidation{Simulator: newSolverSimulator(t, its), InstanceTypes: benchTypes(its)})
-	pass, err := DryRun(context.Background(), cluster, methods, epoch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, cmd := range pass.Commands {
-		got = append(got, cmd.String())
-	}
+	pass, _, got := consolidationDryRun(t, cluster, its)
 	if len(pass.Commands) != len(names) {
 		t.Fatalf("the pass chose %d commands, want one replacement per node: %q", len(pass.Commands), got)
 	}

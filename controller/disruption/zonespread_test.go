@@ -66,15 +66,7 @@ func TestScaleDownOfAZoneSpreadReplacesEveryNodeInOnePass(t *testing.T) {
 		}
 	}
 	cluster, _ := loadCluster(t, objs...)
-	methods := GracefulMethods(Consolidation{Simulator: newSolverSimulator(t, its), InstanceTypes: benchTypes(its)})
-	pass, err := DryRun(context.Background(), cluster, methods, epoch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, cmd := range pass.Commands {
-		got = append(got, cmd.String())
-	}
+	pass, methods, got := consolidationDryRun(t, cluster, its)
 	for _, res := range pass.Methods {
 		for _, b := range res.Blocked {
 			t.Logf("%s: %s passed over: %s", res.Method, b.NodeClaim.Name, b.Message)
