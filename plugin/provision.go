@@ -220,11 +220,16 @@ func (p *Plugin) quarantinedNow(uid types.UID) bool {
 }
 
 // takeBatch returns the pending pods as they are now: it drops pods that were deleted,
-// recreated, bound or planned meanwhile.
+// recreated, bound or planned meanwhile. A replica whose workload has a free slot takes it
+// instead (takeSlot) and is retried to go there: it went through PostFilter before the batch
+// that made the slots published them, and planned again it would get a second place while its
+// slot stayed free, its zone counting both (a zone spread then rejected another replica at its
+// own slot, which was planned elsewhere and left a NodeClaim empty). PreFilter takes slots too,
+// but a pod reaches it only when the cluster has a node, and only once it is retried.
 func (p *Plugin) takeBatch() []*corev1.Pod {
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	var pods []*corev1.Pod
+	var took []takenSlot
+	p.mu.Lock()
 	for _, entry := range p.pending.list() {
 		pod, err := p.pods.Pods(entry.namespace).Get(entry.name)
 		_, waiting := p.waits.nodeClaimFor(entry.uid)
@@ -235,8 +240,28 @@ func (p *Plugin) takeBatch() []*corev1.Pod {
 		if p.quarantinedNow(entry.uid) {
 			continue
 		}
+		if nodeClaim, virtual, ok := p.takeSlot(pod); ok {
+			took = append(took, takenSlot{pod: pod, nodeClaim: nodeClaim, virtual: virtual})
+			continue
+		}
 		p.planning.Insert(entry.uid)
 		pods = append(pods, pod)
 	}
+	p.mu.Unlock()
+	if len(took) > 0 {
+		retry := make([]types.UID, len(took))
+		for i, t := range took {
+			p.slotTaken(p.ctx, t.pod, t.nodeClaim, t.virtual)
+			retry[i] = t.pod.UID
+		}
+		p.activateUIDs(p.ctx, retry...)
+	}
 	return pods
+}
+
+// takenSlot is a slot a pending replica took: the virtual pod it replaces on nodeClaim.
+type takenSlot struct {
+	pod       *corev1.Pod
+	nodeClaim string
+	virtual   types.UID
 }

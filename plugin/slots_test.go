@@ -509,3 +509,35 @@ func uidsOf(pods []*corev1.Pod) []types.UID {
 	}
 	return out
 }
+
+// TestReplicaWithAFreeSlotIsNotPlannedByTheNextBatch (issue 24): a replica that went through
+// PostFilter while its workload's slots were being published is pending when the next batch
+// is taken. Planned there, it got a second place while its slot stayed free, and its zone
+// counted both: web's zone spread then rejected another replica at its own slot, which was
+// planned elsewhere and left its NodeClaim empty (mixed-affinity). The batch has it take its
+// slot instead, and retries it to go there.
+func TestReplicaWithAFreeSlotIsNotPlannedByTheNextBatch(t *testing.T) {
+	rs := testReplicaSet("web", 3)
+	later := replicasOf(rs, 3)[1:2]
+	e := newSlotEnv(t, rs, "ReplicaSet", later)
+	p := e.plugin
+	postFilterMessage(t, p, later[0])
+	var planned []string
+	p.planner = plannerFunc(func(_ context.Context, pods []*corev1.Pod) (*simulation.Plan, error) {
+		for _, pod := range pods {
+			planned = append(planned, pod.Name)
+		}
+		return &simulation.Plan{}, nil
+	})
+	e.activator.reset()
+	p.provisionBatch(t.Context())
+	if slices.Contains(planned, later[0].Name) {
+		t.Errorf("the batch planned %v, want the replica with a free slot to take it instead", planned)
+	}
+	if got := e.activator.keys(); !slices.Contains(got, "ns/"+later[0].Name) {
+		t.Errorf("retried %v after the batch, want the replica among them", got)
+	}
+	if code, nodeClaim := e.preFilter(t, later[0]); code != fwk.UnschedulableAndUnresolvable || nodeClaim != "default-a" {
+		t.Errorf("retried replica: PreFilter %v, waits for %q; want it to take its slot on default-a", code, nodeClaim)
+	}
+}
