@@ -47,7 +47,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cp cloudprovider.CloudProvider
 	recorder := mgr.GetEventRecorder(EventSource)
 	unavailable := state.NewUnavailableOfferings(mgr.GetClient(), mgr.GetAPIReader(), opts.Namespace, clock.RealClock{})
 	// Each controller's cloud provider calls are timed and counted under its name.
-	lc := lifecycle.New(mgr.GetClient(), cloudprovider.Instrument(cp, lifecycle.Name), unavailable, recorder, lifecycle.Options{RegistrationTTL: opts.RegistrationTTL, InitializationTTL: opts.InitializationTTL})
+	lc := lifecycle.New(mgr.GetClient(), cloudprovider.Instrument(cp, lifecycle.Name), unavailable, recorder, lifecycle.Options{RegistrationTTL: opts.RegistrationTTL, InitializationTTL: opts.InitializationTTL, LiveReader: mgr.GetAPIReader()})
 	if err := lc.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up %s: %w", lifecycle.Name, err)
 	}

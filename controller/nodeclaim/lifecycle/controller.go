@@ -45,6 +45,7 @@ type OfferingRecorder interface {
 // Controller reconciles NodeClaims through launch, registration and initialization.
 type Controller struct {
 	client            client.Client
+	live              client.Reader // the API server, uncached (nil: the client alone)
 	cloudProvider     cloudprovider.CloudProvider
 	unavailable       OfferingRecorder
 	recorder          events.EventRecorder
@@ -61,6 +62,10 @@ type Options struct {
 	// InitializationTTL is how long after registering a Node must initialize before the
 	// NodeClaim is deleted; zero keeps it however long it takes (Karpenter's behaviour).
 	InitializationTTL time.Duration
+	// LiveReader reads from the API server, bypassing the cache (the manager's APIReader): a
+	// NodeClaim the cache shows not launched is read again through it before its instance is
+	// created. Nil reads the client only.
+	LiveReader client.Reader
 	// Clock is the time source; the real clock if nil.
 	Clock clock.PassiveClock
 }
@@ -76,6 +81,7 @@ func New(c client.Client, cp cloudprovider.CloudProvider, unavailable OfferingRe
 	}
 	return &Controller{
 		client:            c,
+		live:              opts.LiveReader,
 		cloudProvider:     cp,
 		unavailable:       unavailable,
 		recorder:          recorder,
@@ -100,6 +106,15 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	nc := &karpv1.NodeClaim{}
 	if err := c.client.Get(ctx, req.NamespacedName, nc); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if nc.Status.ProviderID == "" && c.live != nil {
+		// persist writes metadata, then status: the reconcile the first write's event queues
+		// often reads the cache before the second, launched again (the instance is found, not
+		// made twice) and had its status write refused as stale. In a burst of 150 NodeClaims,
+		// each was launched two to seven times, seconds apart, before its node could register.
+		if err := c.live.Get(ctx, req.NamespacedName, nc); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
 	}
 	if !nc.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // the termination controller owns it now

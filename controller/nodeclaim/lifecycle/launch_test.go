@@ -1,12 +1,16 @@
 package lifecycle
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	karpv1 "github.com/joinery-dev/joinery/apis/karpenter/v1"
 	"github.com/joinery-dev/joinery/controller/nodeclaim/internal/fixtures"
 	"github.com/joinery-dev/joinery/simulation"
 )
@@ -53,5 +57,44 @@ func TestLaunchHoldsThePodsPlannedInFlight(t *testing.T) {
 				t.Errorf("warnings %q, want one %q naming %s", warnings, tc.wantEvent, simulation.PlannedRequestsAnnotationKey)
 			}
 		})
+	}
+}
+
+// staleCache answers Get for one NodeClaim with a copy read earlier, as the manager's cache
+// does until the watch delivers the writes since; everything else goes to the client.
+type staleCache struct {
+	client.Client
+	stale *karpv1.NodeClaim
+}
+
+func (s *staleCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if nc, ok := obj.(*karpv1.NodeClaim); ok && key.Name == s.stale.Name {
+		s.stale.DeepCopyInto(nc)
+		return nil
+	}
+	return s.Client.Get(ctx, key, obj, opts...)
+}
+
+// TestNodeClaimLaunchedButNotYetInTheCacheIsNotLaunchedAgain (issue 24): the lifecycle writes a
+// launch as metadata, then status, and the reconcile the first write queues often reads the
+// cache before the second. It reads the NodeClaim from the API server before launching, so
+// it neither creates the instance again nor has its status write refused as stale; in a live
+// burst of 150 NodeClaims each was launched two to seven times before.
+func TestNodeClaimLaunchedButNotYetInTheCacheIsNotLaunchedAgain(t *testing.T) {
+	nc := fixtures.NodeClaim("default-abc")
+	h := newHarness(t, nc)
+	stale := nc.DeepCopy()
+	fixtures.Get(t, h.client, stale)
+	h.controller = New(&staleCache{Client: h.client, stale: stale}, h.provider, h.unavailable, h.events,
+		Options{RegistrationTTL: 15 * time.Minute, Clock: h.clock, LiveReader: h.client})
+	h.mustReconcile(t, nc.Name)
+	if h.provider.Creates != 1 {
+		t.Fatalf("first reconcile created %d instances, want 1", h.provider.Creates)
+	}
+	if _, err := h.reconcile(t, nc.Name); err != nil {
+		t.Errorf("second reconcile, the cache still showing the NodeClaim unlaunched: %v", err)
+	}
+	if h.provider.Creates != 1 {
+		t.Errorf("%d instance creations after the second reconcile, want the first one only", h.provider.Creates)
 	}
 }
