@@ -77,9 +77,12 @@ func (c *Cluster) reserve(cmd *Command) {
 		c.receiving[dest] = true
 	}
 	// The earlier commands' replacements that cmd's pods land on launch large enough for them.
-	for name, requests := range cmd.raises {
+	for name, r := range cmd.raises {
 		if earlier, i, ok := c.passReplacement(name); ok {
-			simulation.RaisePlannedRequests(earlier.Replacements[i], requests)
+			simulation.RaisePlannedRequests(earlier.Replacements[i], r.requests)
+			if r.instanceTypes != nil {
+				setInstanceTypes(earlier.Replacements[i], r.instanceTypes)
+			}
 		}
 	}
 	if len(cmd.Replacements) > 0 {

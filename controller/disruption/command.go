@@ -64,7 +64,17 @@ type Command struct {
 	prices *cost.Pricer
 	// raises are what the replacements of commands chosen earlier in the pass must hold once
 	// this command's pods are on them too (Simulation.Raised), by their names in the pass.
-	raises map[string]corev1.ResourceList
+	raises map[string]raise
+	// narrowed are, by replacement, how each was narrowed to its cheapest spot types (nil for
+	// one that was not).
+	narrowed []*narrowing
+}
+
+// raise is what a replacement chosen earlier in the pass must hold once a later command's
+// pods land on it, and the instance types it then launches as (nil: those it has).
+type raise struct {
+	requests      corev1.ResourceList
+	instanceTypes []string
 }
 
 // Decision says whether the command deletes or replaces.

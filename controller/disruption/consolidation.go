@@ -408,6 +408,13 @@ func keepRaises(ctx context.Context, prices *priceBook, old, fresh *Command) err
 		if err != nil || raised == nil {
 			continue
 		}
+		if i < len(fresh.narrowed) && fresh.narrowed[i] != nil {
+			if names, err := fresh.narrowed[i].holding(raised); err == nil {
+				simulation.RaisePlannedRequests(r, raised)
+				setInstanceTypes(r, names)
+			}
+			continue
+		}
 		its, err := prices.instanceTypes(ctx, fresh.Candidates[0].NodePool)
 		if err != nil {
 			return err
@@ -421,6 +428,29 @@ func keepRaises(ctx context.Context, prices *priceBook, old, fresh *Command) err
 		}
 	}
 	return nil
+}
+
+// passRaises is what the replacements of the pass's earlier commands must hold for a command
+// whose simulation raised them, and, for one narrowed to its cheapest spot types, the types
+// it then launches as: chosen again among its options for what it must hold, a *Refusal when
+// too few of them hold it.
+func passRaises(cluster *Cluster, raised map[string]corev1.ResourceList) (map[string]raise, error) {
+	if len(raised) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]raise, len(raised))
+	for name, requests := range raised {
+		r := raise{requests: requests}
+		if earlier, i, ok := cluster.passReplacement(name); ok && i < len(earlier.narrowed) && earlier.narrowed[i] != nil {
+			names, err := earlier.narrowed[i].holding(requests)
+			if err != nil {
+				return nil, err
+			}
+			r.instanceTypes = names
+		}
+		out[name] = r
+	}
+	return out, nil
 }
 
 // evaluate simulates removing cands: a delete when every pod fits on the rest of the cluster,
@@ -446,16 +476,21 @@ func (c *Consolidation) judge(ctx context.Context, cluster *Cluster, prices *pri
 	if err := sim.Refusal(cluster, cands); err != nil {
 		return nil, sim, err
 	}
-	cmd := &Command{Reason: c.Reason(), Candidates: cands, Destinations: sim.Destinations, prices: prices.pricer, raises: sim.Raised}
+	raises, err := passRaises(cluster, sim.Raised)
+	if err != nil {
+		return nil, sim, err
+	}
+	cmd := &Command{Reason: c.Reason(), Candidates: cands, Destinations: sim.Destinations, prices: prices.pricer, raises: raises}
 	replacementPrice := 0.0
 	switch len(sim.Replacements) {
 	case 0:
 	case 1:
-		replacement, price, err := c.cheaperReplacement(ctx, prices, cands, sim.Replacements[0], single)
+		replacement, price, narrowed, err := c.cheaperReplacement(ctx, prices, cands, sim.Replacements[0], single)
 		if err != nil {
 			return nil, sim, err
 		}
 		cmd.Replacements, replacementPrice = []*karpv1.NodeClaim{replacement}, price
+		cmd.narrowed = []*narrowing{narrowed}
 	default:
 		return nil, sim, refused("can't replace with one node (would need %d)", len(sim.Replacements))
 	}

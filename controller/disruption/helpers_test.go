@@ -221,9 +221,13 @@ func keyOf(name string) client.ObjectKey { return client.ObjectKey{Name: name} }
 
 // consolidationDryRun runs one pass of the graceful methods, with the solver over its, on
 // cluster, and returns it with the methods and its commands as strings.
-func consolidationDryRun(t testing.TB, cluster *Cluster, its cloudprovider.InstanceTypes) (*Pass, []Method, []string) {
+func consolidationDryRun(t testing.TB, cluster *Cluster, its cloudprovider.InstanceTypes, opts ...func(*Consolidation)) (*Pass, []Method, []string) {
 	t.Helper()
-	methods := GracefulMethods(Consolidation{Simulator: newSolverSimulator(t, its), InstanceTypes: benchTypes(its)})
+	c := Consolidation{Simulator: newSolverSimulator(t, its), InstanceTypes: benchTypes(its)}
+	for _, opt := range opts {
+		opt(&c)
+	}
+	methods := GracefulMethods(c)
 	pass, err := DryRun(context.Background(), cluster, methods, epoch)
 	if err != nil {
 		t.Fatal(err)

@@ -34,8 +34,9 @@ const (
 // back to a dearer on-demand node. A candidate's own type is a valid replacement when all its
 // offerings the replacement may use are cheaper (spot instead of on-demand, a cheaper zone the
 // requirements pin). Spot-to-spot applies its own rules. It returns the replacement and the
-// price of its cheapest type, or a *Refusal saying why none is left.
-func (c *Consolidation) cheaperReplacement(ctx context.Context, prices *priceBook, cands []*Candidate, nc *karpv1.NodeClaim, single bool) (*karpv1.NodeClaim, float64, error) {
+// price of its cheapest type, how a spot-to-spot replacement was narrowed to its cheapest
+// types (nil for any other), or a *Refusal saying why none is left.
+func (c *Consolidation) cheaperReplacement(ctx context.Context, prices *priceBook, cands []*Candidate, nc *karpv1.NodeClaim, single bool) (*karpv1.NodeClaim, float64, *narrowing, error) {
 	current := 0.0
 	// ownPrice is the dearest candidate of each candidate's type: several nodes of one type are
 	// replaced by one of that type only when it is cheaper than one of them, or deleting all
@@ -45,10 +46,10 @@ func (c *Consolidation) cheaperReplacement(ctx context.Context, prices *priceBoo
 	for _, cand := range cands {
 		p, err := prices.nodePrice(ctx, cand)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, nil, err
 		}
 		if math.IsInf(p, 1) {
-			return nil, 0, refused("can't price the current node %s", cand.Node.Name)
+			return nil, 0, nil, refused("can't price the current node %s", cand.Node.Name)
 		}
 		current += p
 		if t := cand.Node.Labels[corev1.LabelInstanceTypeStable]; p > ownPrice[t] {
@@ -61,7 +62,7 @@ func (c *Consolidation) cheaperReplacement(ctx context.Context, prices *priceBoo
 	if allSpot {
 		if ct := reqs.Get(karpv1.CapacityTypeLabelKey); ct == nil || ct.Has(karpv1.CapacityTypeSpot) {
 			if !c.SpotToSpot {
-				return nil, 0, refused(msgSpotToSpotOff)
+				return nil, 0, nil, refused(msgSpotToSpotOff)
 			}
 			reqs.Add(scheduling.NewRequirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeSpot))
 			spotOnly = true
@@ -69,7 +70,7 @@ func (c *Consolidation) cheaperReplacement(ctx context.Context, prices *priceBoo
 	}
 	its, err := prices.instanceTypes(ctx, cands[0].NodePool)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	offered := sets.New(reqs.Get(corev1.LabelInstanceTypeStable).Values()...)
 	var options cloudprovider.InstanceTypes
@@ -93,26 +94,24 @@ func (c *Consolidation) cheaperReplacement(ctx context.Context, prices *priceBoo
 		return ok && len(cloudprovider.InstanceTypes{it}.CheaperThan(reqs, own)) == 0
 	})
 	if len(cheaper) == 0 {
-		return nil, 0, refused(msgNoCheaper)
+		return nil, 0, nil, refused(msgNoCheaper)
 	}
 	cheaper = cheaper.OrderByPrice(reqs)
+	var narrowed *narrowing
 	if allSpot && single {
 		if len(cheaper) < MinSpotToSpotInstanceTypes {
-			return nil, 0, refused("SpotToSpotConsolidation requires %d cheaper instance type options than the current candidate to consolidate, got %d",
+			return nil, 0, nil, refused("SpotToSpotConsolidation requires %d cheaper instance type options than the current candidate to consolidate, got %d",
 				MinSpotToSpotInstanceTypes, len(cheaper))
 		}
-		// The 15 cheapest, and more when the requirements' minValues need them.
-		if cheaper, err = cheaper.Truncate(reqs, MinSpotToSpotInstanceTypes); err != nil {
-			return nil, 0, refused("can't replace with a lower-priced node: %v", err)
+		narrowed = &narrowing{options: cheaper, reqs: reqs.Clone()}
+		if cheaper, err = narrowed.cheapest(); err != nil {
+			return nil, 0, nil, err
 		}
 	}
 	if err := cheaper.MinValuesShortfall(reqs); err != nil {
-		return nil, 0, refused("can't replace with a lower-priced node: %v", err)
+		return nil, 0, nil, refused("can't replace with a lower-priced node: %v", err)
 	}
-	names := make([]string, len(cheaper))
-	for i, it := range cheaper {
-		names[i] = it.Name
-	}
+	names := instanceTypeNames(cheaper)
 	out := nc.DeepCopy()
 	reqs.Add(scheduling.NewRequirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, names...))
 	var minValues *int
@@ -138,7 +137,78 @@ func (c *Consolidation) cheaperReplacement(ctx context.Context, prices *priceBoo
 	if spotOnly {
 		out.Labels[karpv1.CapacityTypeLabelKey] = karpv1.CapacityTypeSpot
 	}
-	return out, cheaper[0].CheapestPrice(reqs), nil
+	return out, cheaper[0].CheapestPrice(reqs), narrowed, nil
+}
+
+// narrowing is how a single-node spot-to-spot replacement was narrowed to its cheapest
+// MinSpotToSpotInstanceTypes types: the cheaper types it was chosen from, cheapest first, and
+// the requirements they were taken with (minValues). A later command of the pass whose pods
+// land on the replacement chooses them again for what it must then hold (holding): its fifteen
+// cheapest types are for its own pods, often all too small for more.
+type narrowing struct {
+	options cloudprovider.InstanceTypes
+	reqs    scheduling.Requirements
+}
+
+// cheapest is the MinSpotToSpotInstanceTypes cheapest options, and more when the
+// requirements' minValues need them.
+func (n *narrowing) cheapest() (cloudprovider.InstanceTypes, error) {
+	out, err := n.options.Truncate(n.reqs, MinSpotToSpotInstanceTypes)
+	if err != nil {
+		return nil, refused("can't replace with a lower-priced node: %v", err)
+	}
+	return out, nil
+}
+
+// holding returns the names of the cheapest options that hold requests, chosen as cheapest
+// does, or a *Refusal when fewer than MinSpotToSpotInstanceTypes of them do.
+func (n *narrowing) holding(requests corev1.ResourceList) ([]string, error) {
+	fit := &narrowing{reqs: n.reqs}
+	for _, it := range n.options {
+		if scheduling.Fits(requests, it.Allocatable()) == nil {
+			fit.options = append(fit.options, it)
+		}
+	}
+	if len(fit.options) < MinSpotToSpotInstanceTypes {
+		return nil, refused("SpotToSpotConsolidation requires %d cheaper instance type options for a replacement holding the pods sent to it, got %d",
+			MinSpotToSpotInstanceTypes, len(fit.options))
+	}
+	its, err := fit.cheapest()
+	if err != nil {
+		return nil, err
+	}
+	return instanceTypeNames(its), nil
+}
+
+// names lists every option: a replacement in a later command's view may launch as any of
+// them, so that command's pods may land on it.
+func (n *narrowing) names() []string { return instanceTypeNames(n.options) }
+
+func instanceTypeNames(its cloudprovider.InstanceTypes) []string {
+	names := make([]string, len(its))
+	for i, it := range its {
+		names[i] = it.Name
+	}
+	return names
+}
+
+// setInstanceTypes makes nc launch as one of names: its instance-type requirement's values
+// (its minValues kept), and its instance-type label when there is one name.
+func setInstanceTypes(nc *karpv1.NodeClaim, names []string) {
+	for i := range nc.Spec.Requirements {
+		if nc.Spec.Requirements[i].Key == corev1.LabelInstanceTypeStable {
+			nc.Spec.Requirements[i].Operator = corev1.NodeSelectorOpIn
+			nc.Spec.Requirements[i].Values = slices.Clone(names)
+		}
+	}
+	if nc.Labels == nil {
+		nc.Labels = map[string]string{}
+	}
+	if len(names) == 1 {
+		nc.Labels[corev1.LabelInstanceTypeStable] = names[0]
+	} else {
+		delete(nc.Labels, corev1.LabelInstanceTypeStable)
+	}
 }
 
 // withoutRecordedUnavailable returns its with the offerings the unavailable record names

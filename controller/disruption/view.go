@@ -180,6 +180,11 @@ func (c *Cluster) launchedPods(removedClaims, removedNodes sets.Set[string]) ([]
 			nc := r.DeepCopy()
 			nc.GenerateName = ""
 			nc.Name = passReplacementName(cmd, i)
+			if i < len(cmd.narrowed) && cmd.narrowed[i] != nil {
+				// Any of its options, not only the cheapest few chosen for its own pods: the
+				// pods of this command that land on it choose its types again (passRaises).
+				setInstanceTypes(nc, cmd.narrowed[i].names())
+			}
 			names[i] = nc.Name
 			byName[nc.Name] = nc
 			replacements = append(replacements, nc)

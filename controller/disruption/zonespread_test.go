@@ -14,6 +14,7 @@ import (
 	"github.com/joinery-dev/joinery/cloudprovider"
 	"github.com/joinery-dev/joinery/cloudprovider/kwok/catalog"
 	"github.com/joinery-dev/joinery/internal/testpods"
+	"github.com/joinery-dev/joinery/scheduling"
 	"github.com/joinery-dev/joinery/simulation"
 )
 
@@ -39,20 +40,68 @@ func zonalCatalog(t testing.TB) cloudprovider.InstanceTypes {
 	return its
 }
 
+// zonalSpotCatalog has, on spot in every zone of spreadZones, sixteen 2-vCPU types, sixteen
+// 4-vCPU types and one of 16 vCPUs, xlarge (4 GiB per vCPU), each priced by its size (a little more for each
+// later name). The fifteen cheapest types that hold a few pods are all 2-vCPU ones.
+func zonalSpotCatalog(t testing.TB) cloudprovider.InstanceTypes {
+	t.Helper()
+	f := &catalog.File{}
+	add := func(name string, cpu int64, price float64) {
+		it := catalog.InstanceType{Name: name, Arch: "amd64", OperatingSystems: []string{"linux"}, CPU: cpu, MemoryMiB: cpu * 4096, Pods: 110}
+		for _, zone := range spreadZones {
+			it.Offerings = append(it.Offerings, catalog.Offering{Zone: zone, CapacityType: karpv1.CapacityTypeSpot, Price: price})
+		}
+		f.InstanceTypes = append(f.InstanceTypes, it)
+	}
+	for i := range 16 {
+		add(fmt.Sprintf("two-%02d", i), 2, 0.10+0.001*float64(i))
+		add(fmt.Sprintf("four-%02d", i), 4, 0.20+0.001*float64(i))
+	}
+	add("xlarge", 16, 0.80)
+	its, err := f.Build(catalog.BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return its
+}
+
 // TestScaleDownOfAZoneSpreadReplacesEveryNodeInOnePass (issue 24): a zone-spread Deployment
 // (maxSkew 1, DoNotSchedule) was scaled down, and the ReplicaSet left its pods unevenly on the
 // four zones' xlarge nodes (7, 14, 14 and 15). Every node is to be replaced by a smaller one,
 // which only works if the pods of the fuller zones that must go to the emptier ones find room
 // on those zones' replacements. One pass chooses all four commands, each simulated on the
 // others done before it, and a replacement that the later commands' pods land on launches
-// large enough for them (its planned requests raised).
+// large enough for them (its planned requests raised). On spot, a single-node replacement
+// launches as its fifteen cheapest types (SpotToSpotConsolidation): the emptiest zone's, chosen
+// first for its 7 pods, would be fifteen 2-vCPU types, with no room for the pods the other
+// zones send it, and each of those commands would need a second node. Its types are chosen
+// again, the fifteen cheapest that hold what it is raised to (a live scale-down settled at
+// $1.07/h instead of $0.17/h in one run of nine before).
 func TestScaleDownOfAZoneSpreadReplacesEveryNodeInOnePass(t *testing.T) {
-	its := zonalCatalog(t)
-	objs := []client.Object{testNodePool("default", onDemandOnly, budgets(karpv1.Budget{Nodes: "1"}))}
+	spotOnly := func(np *karpv1.NodePool) {
+		np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements, karpv1.NodeSelectorRequirementWithMinValues{
+			Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{karpv1.CapacityTypeSpot}})
+	}
+	for _, tt := range []struct {
+		capacityType string
+		catalog      func(testing.TB) cloudprovider.InstanceTypes
+		pool         npOption
+	}{
+		{karpv1.CapacityTypeOnDemand, zonalCatalog, onDemandOnly},
+		{karpv1.CapacityTypeSpot, zonalSpotCatalog, spotOnly},
+	} {
+		t.Run(tt.capacityType, func(t *testing.T) {
+			scaleDownOfAZoneSpreadReplacesEveryNodeInOnePass(t, tt.catalog(t), tt.capacityType, tt.pool)
+		})
+	}
+}
+
+func scaleDownOfAZoneSpreadReplacesEveryNodeInOnePass(t *testing.T, its cloudprovider.InstanceTypes, capacityType string, pool npOption) {
+	objs := []client.Object{testNodePool("default", pool, budgets(karpv1.Budget{Nodes: "1"}))}
 	counts := []int{7, 14, 14, 15}
 	for z, zone := range spreadZones {
 		name := fmt.Sprintf("n%d", z)
-		objs = append(objs, pair(testNode(name, "default", typed(its, "xlarge", "on-demand"), func(nc *karpv1.NodeClaim, n *corev1.Node) {
+		objs = append(objs, pair(testNode(name, "default", typed(its, "xlarge", capacityType), func(nc *karpv1.NodeClaim, n *corev1.Node) {
 			for _, labels := range []map[string]string{n.Labels, nc.Labels} {
 				labels[corev1.LabelTopologyZone] = zone
 			}
@@ -66,7 +115,7 @@ func TestScaleDownOfAZoneSpreadReplacesEveryNodeInOnePass(t *testing.T) {
 		}
 	}
 	cluster, _ := loadCluster(t, objs...)
-	pass, methods, got := consolidationDryRun(t, cluster, its)
+	pass, methods, got := consolidationDryRun(t, cluster, its, func(c *Consolidation) { c.SpotToSpot = true })
 	for _, res := range pass.Methods {
 		for _, b := range res.Blocked {
 			t.Logf("%s: %s passed over: %s", res.Method, b.NodeClaim.Name, b.Message)
@@ -116,6 +165,7 @@ func TestScaleDownOfAZoneSpreadReplacesEveryNodeInOnePass(t *testing.T) {
 			if got := launch.Cpu().MilliValue(); got < cpu[name] {
 				t.Errorf("%s launches for %dm of CPU, but the pass sends it pods requesting %dm", name, got, cpu[name])
 			}
+			checkTypesHold(t, its, name, r)
 		}
 	}
 	// Validation recomputes the first command on the cluster as it is (the others not started):
@@ -130,5 +180,36 @@ func TestScaleDownOfAZoneSpreadReplacesEveryNodeInOnePass(t *testing.T) {
 	want, _ := simulation.LaunchRequests(first.Replacements[0])
 	if got, _ := simulation.LaunchRequests(fresh.Replacements[0]); got.Cpu().Cmp(*want.Cpu()) < 0 {
 		t.Errorf("revalidated, %s launches for %s of CPU, want the %s the pass raised it to", first, got.Cpu(), want.Cpu())
+	}
+	checkTypesHold(t, its, "revalidated "+first.String(), fresh.Replacements[0])
+}
+
+// checkTypesHold fails t unless some instance type replacement may launch as holds what it
+// launches for (the launch picks one that does), and, on spot, MinSpotToSpotInstanceTypes do.
+func checkTypesHold(t *testing.T, its cloudprovider.InstanceTypes, name string, replacement *karpv1.NodeClaim) {
+	t.Helper()
+	launch, err := simulation.LaunchRequests(replacement)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, r := range replacement.Spec.Requirements {
+		if r.Key == corev1.LabelInstanceTypeStable {
+			types = r.Values
+		}
+	}
+	var holding []string
+	for _, it := range its {
+		if slices.Contains(types, it.Name) && scheduling.Fits(launch, it.Allocatable()) == nil {
+			holding = append(holding, it.Name)
+		}
+	}
+	want := 1
+	if replacement.Labels[karpv1.CapacityTypeLabelKey] == karpv1.CapacityTypeSpot {
+		want = MinSpotToSpotInstanceTypes
+	}
+	if len(holding) < want {
+		t.Errorf("%s may launch as %v, of which %v hold the %s CPU and %s memory it launches for; want %d that do",
+			name, types, holding, launch.Cpu(), launch.Memory(), want)
 	}
 }
