@@ -135,7 +135,11 @@ func TestLive(t *testing.T) {
 }
 
 func runWorkload(t *testing.T, w workload) result {
-	env, stop, err := framework.StartLocal()
+	var opts []framework.Option
+	if w.plain {
+		opts = append(opts, framework.WithPlainScheduler())
+	}
+	env, stop, err := framework.StartLocal(opts...)
 	if err != nil {
 		t.Fatalf("start the local cluster (`make tools build`): %v", err)
 	}
@@ -171,6 +175,10 @@ func runWorkload(t *testing.T, w workload) result {
 	begin := time.Now()
 	for _, d := range w.deployments {
 		createDeployment(t, env, d)
+	}
+	if w.plain {
+		time.Sleep(time.Until(begin.Add(plainClaimsAfter)))
+		createClaims(t, c, offline)
 	}
 	framework.Eventually(t, runTimeout, fmt.Sprintf("%d pods Running", r.pods), func(context.Context) (bool, error) {
 		created, running := pods.counts()
@@ -744,6 +752,31 @@ func offlinePlan(t *testing.T, env *framework.Env, c client.Client, w workload) 
 		t.Logf("the offline plan leaves %d pods unschedulable", len(plan.Unschedulable))
 	}
 	return out
+}
+
+// createClaims creates the NodeClaims planned (offlinePlan) as a provisioner publishes them:
+// owned by their NodePool, named after it.
+func createClaims(t *testing.T, c client.Client, planned []*karpv1.NodeClaim) {
+	t.Helper()
+	ctx := t.Context()
+	pools := map[string]*karpv1.NodePool{}
+	for _, p := range planned {
+		nc := p.DeepCopy()
+		name := nc.Labels[karpv1.NodePoolLabelKey]
+		np, ok := pools[name]
+		if !ok {
+			np = &karpv1.NodePool{}
+			if err := c.Get(ctx, client.ObjectKey{Name: name}, np); err != nil {
+				t.Fatalf("get nodepool %s: %v", name, err)
+			}
+			pools[name] = np
+		}
+		nc.Name, nc.GenerateName = "", name+"-"
+		nc.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(np, karpv1.SchemeGroupVersion.WithKind("NodePool"))}
+		if err := c.Create(ctx, nc); err != nil {
+			t.Fatalf("create the planned nodeclaim: %v", err)
+		}
+	}
 }
 
 // usage reads the measured components' CPU time and peak RSS.

@@ -1,6 +1,8 @@
 package benchlive
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -23,7 +25,15 @@ type workload struct {
 	// scaleDown, if set, scales the named Deployment to replicas once every pod runs and
 	// measures how long consolidation takes to settle.
 	scaleDown *scaleDown
+	// plain, if set, runs the workload as Karpenter's users do, for the scheduler's cost alone:
+	// joinery-scheduler without its plugin (plain kube-scheduler) places the pods, onto the
+	// NodeClaims of the offline plan, which the benchmark creates plainClaimsAfter the apply.
+	plain bool
 }
+
+// plainClaimsAfter is when a plain workload's NodeClaims are created after the apply: when
+// Karpenter v1.14.1 created its first batch's in issue 24's runs (+10 s, for 222 pods).
+const plainClaimsAfter = 10 * time.Second
 
 type scaleDown struct {
 	deployment string
@@ -78,6 +88,19 @@ var workloads = []workload{
 			},
 		}},
 		scaleDown: &scaleDown{deployment: "inflate", replicas: 50},
+	},
+	{
+		// The same scale-up with plain kube-scheduler and NodeClaims made as Karpenter's first
+		// batch was: the baseline of joinery-scheduler's CPU for it (issue 24's goal: no more
+		// than 1.5 times plain kube-scheduler's), on the same machine and hour.
+		name: "zone-spread-500-plain",
+		deployments: []deployment{{
+			name: "inflate", replicas: 500, cpu: "250m", memory: "256Mi",
+			constrain: func(spec *corev1.PodSpec, own *metav1.LabelSelector) {
+				spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{zoneSpread(1, corev1.DoNotSchedule, own)}
+			},
+		}},
+		plain: true,
 	},
 	{
 		// Three tiers at once: a zone-spread web tier that prefers a node per pod, an api tier

@@ -77,6 +77,12 @@ func WithCloudProvider(name string) Option {
 	}
 }
 
+// WithPlainScheduler runs joinery-scheduler without its provisioning plugin
+// (localcluster.Options.PlainScheduler): kube-scheduler as a cluster without joinery has it.
+func WithPlainScheduler() Option {
+	return func(o *localcluster.Options) { o.PlainScheduler = true }
+}
+
 // Local reports whether the suite runs on the local cluster it started.
 func (e *Env) Local() bool { return e.Cluster != nil }
 

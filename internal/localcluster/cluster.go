@@ -47,6 +47,10 @@ type Options struct {
 	// `default-scheduler` to another scheduler. By default it serves both, since no other
 	// scheduler runs on the local cluster.
 	SecondaryScheduler bool
+	// PlainScheduler runs joinery-scheduler without its provisioning plugin: kube-scheduler's
+	// own plugins only, as a cluster without joinery has them. The live benchmark's baseline
+	// measures the scheduler's cost of a scale-up with it, the NodeClaims made by the benchmark.
+	PlainScheduler bool
 	// ChartDir, when set, is joinery's Helm chart (charts/joinery): joinery-scheduler and
 	// joinery-controller then run in ControllerNamespace as the ServiceAccounts, and with the
 	// roles, the chart renders for CloudProvider. Empty: they run as the admin, in kube-system.

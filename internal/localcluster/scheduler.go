@@ -30,6 +30,7 @@ leaderElection:
 profiles:
 {{- range .Profiles }}
 - schedulerName: {{ . }}
+{{- if or $.Plugins (not $.Plain) }}
   plugins:
 {{- if $.Plugins }}
     # Out-of-tree plugins (Options.SchedulerPlugins), at every extension point they implement.
@@ -39,6 +40,7 @@ profiles:
       - name: {{ .Name }}
 {{- end }}
 {{- end }}
+{{- if not $.Plain }}
     # joinery's Provisioner runs before DefaultPreemption: preemption may end the PostFilter
     # chain with UnschedulableAndUnresolvable, and the Provisioner, which always returns
     # Unschedulable, must see every pod first. Disabling DefaultPreemption here and enabling
@@ -63,6 +65,8 @@ profiles:
     reserve:
       enabled:
       - name: JoineryProvisioner
+{{- end }}
+{{- end }}
 {{- if $.Plugins }}
   pluginConfig:
 {{- range $.Plugins }}
@@ -81,9 +85,18 @@ type SchedulerPlugin struct {
 }
 
 // SchedulerConfig renders the KubeSchedulerConfiguration joinery-scheduler runs with:
-// profile `joinery`, plus `default-scheduler` unless secondary, each with plugins enabled
-// and configured.
+// profile `joinery`, plus `default-scheduler` unless secondary, each with joinery's
+// Provisioner and plugins enabled and configured.
 func SchedulerConfig(kubeconfig string, secondary bool, plugins ...SchedulerPlugin) ([]byte, error) {
+	return renderSchedulerConfig(kubeconfig, secondary, false, plugins)
+}
+
+// PlainSchedulerConfig is SchedulerConfig without joinery's Provisioner (Options.PlainScheduler).
+func PlainSchedulerConfig(kubeconfig string, secondary bool, plugins ...SchedulerPlugin) ([]byte, error) {
+	return renderSchedulerConfig(kubeconfig, secondary, true, plugins)
+}
+
+func renderSchedulerConfig(kubeconfig string, secondary, plain bool, plugins []SchedulerPlugin) ([]byte, error) {
 	profiles := []string{JoinerySchedulerName}
 	if !secondary {
 		profiles = append(profiles, "default-scheduler")
@@ -102,7 +115,8 @@ func SchedulerConfig(kubeconfig string, secondary bool, plugins ...SchedulerPlug
 		Kubeconfig string
 		Profiles   []string
 		Plugins    []rendered
-	}{kubeconfig, profiles, rendering})
+		Plain      bool
+	}{kubeconfig, profiles, rendering, plain})
 	if err != nil {
 		return nil, fmt.Errorf("render scheduler config: %w", err)
 	}
@@ -122,7 +136,11 @@ func (c *Cluster) joineryScheduler() (component, error) {
 		return component{}, fmt.Errorf("create scheduler dir: %w", err)
 	}
 	kubeconfig := c.kubeconfigOf(JoineryScheduler)
-	config, err := SchedulerConfig(kubeconfig, c.opts.SecondaryScheduler, c.opts.SchedulerPlugins...)
+	render := SchedulerConfig
+	if c.opts.PlainScheduler {
+		render = PlainSchedulerConfig
+	}
+	config, err := render(kubeconfig, c.opts.SecondaryScheduler, c.opts.SchedulerPlugins...)
 	if err != nil {
 		return component{}, err
 	}
@@ -158,9 +176,9 @@ func (c *Cluster) joineryScheduler() (component, error) {
 			return append(args, c.cloudProviderArgs(false)...), nil
 		},
 		// Healthy, and ready as the deploy manifests' probe sees it: every profile's
-		// Provisioner has synced its caches.
+		// Provisioner has synced its caches (without one, healthy is all there is).
 		ready: func(ctx context.Context) error {
-			if err := probeOK(ctx, loopbackHTTPS, fmt.Sprintf("https://127.0.0.1:%d/healthz", c.schedulerPort)); err != nil {
+			if err := probeOK(ctx, loopbackHTTPS, fmt.Sprintf("https://127.0.0.1:%d/healthz", c.schedulerPort)); err != nil || c.opts.PlainScheduler {
 				return err
 			}
 			return probeOK(ctx, http.DefaultClient, fmt.Sprintf("http://127.0.0.1:%d/readyz", c.schedulerReadinessPort))

@@ -88,6 +88,41 @@ func TestSchedulerConfigPlugins(t *testing.T) {
 	}
 }
 
+// TestPlainSchedulerConfig: without joinery's Provisioner, the profiles run kube-scheduler's
+// own plugins only (out-of-tree ones still enabled), and the file is still valid.
+func TestPlainSchedulerConfig(t *testing.T) {
+	for _, plugins := range [][]SchedulerPlugin{nil, {{Name: "MaxPerLabel"}}} {
+		data, err := PlainSchedulerConfig("/tmp/kubeconfig", false, plugins...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj, _, err := scheme.Codecs.UniversalDecoder().Decode(data, nil, nil)
+		if err != nil {
+			t.Fatalf("decode:\n%s\n%v", data, err)
+		}
+		cfg := obj.(*config.KubeSchedulerConfiguration)
+		if err := validation.ValidateKubeSchedulerConfiguration(cfg); err != nil {
+			t.Fatalf("invalid: %v", err)
+		}
+		if len(cfg.Profiles) != 2 {
+			t.Fatalf("%d profiles, want joinery and default-scheduler", len(cfg.Profiles))
+		}
+		for _, p := range cfg.Profiles {
+			for point, set := range map[string]config.PluginSet{"preFilter": p.Plugins.PreFilter, "filter": p.Plugins.Filter, "postFilter": p.Plugins.PostFilter, "reserve": p.Plugins.Reserve, "multiPoint": p.Plugins.MultiPoint} {
+				if slices.ContainsFunc(set.Enabled, func(pl config.Plugin) bool { return pl.Name == "JoineryProvisioner" }) {
+					t.Errorf("profile %s enables JoineryProvisioner at %s", p.SchedulerName, point)
+				}
+			}
+			if !slices.ContainsFunc(p.Plugins.MultiPoint.Enabled, func(pl config.Plugin) bool { return pl.Name == "DefaultPreemption" }) {
+				t.Errorf("profile %s: multiPoint %v, want kube-scheduler's defaults", p.SchedulerName, p.Plugins.MultiPoint.Enabled)
+			}
+			if got := slices.ContainsFunc(p.Plugins.MultiPoint.Enabled, func(pl config.Plugin) bool { return pl.Name == "MaxPerLabel" }); got != (plugins != nil) {
+				t.Errorf("profile %s: MaxPerLabel enabled %v, want %v", p.SchedulerName, got, plugins != nil)
+			}
+		}
+	}
+}
+
 // TestKwokStages checks the embedded stage file: every document is a kwok Stage with a
 // resource and a next step, and the node and pod lifecycles are covered.
 func TestKwokStages(t *testing.T) {
