@@ -489,6 +489,9 @@ func (w *slotWriter) take() map[string]map[types.UID]*corev1.Pod {
 	return out
 }
 
+// slotWriteDelay is how long the slot writer collects taken slots before it writes them.
+const slotWriteDelay = 500 * time.Millisecond
+
 // writeSlots records taken slots on their NodeClaims until ctx ends. A replica whose
 // NodeClaim is gone or cannot be written leaves its slot and is retried at once.
 func (p *Plugin) writeSlots(ctx context.Context) {
@@ -498,6 +501,17 @@ func (p *Plugin) writeSlots(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-p.slotWrites.wake:
+		}
+		// Let the slots taken in the next moment join this write. A scale-up's replicas take
+		// theirs ~50 ms apart, in turn on the NodeClaims of its zones: written as they came,
+		// each was a patch of the whole NodeClaim (its planned-pods annotation lists every pod
+		// planned onto it) that every watcher decoded again — most of the scheduler's JSON
+		// decoding in the 500-pod scale-up. The replicas wait for their NodeClaims meanwhile
+		// (p.waits); only the record, which a restart and the next batch read, comes later.
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(slotWriteDelay):
 		}
 		pending := p.slotWrites.take()
 		for _, nodeClaim := range slices.Sorted(maps.Keys(pending)) {
