@@ -11,6 +11,27 @@ import (
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 )
 
+// decodeSchedulerConfig decodes a rendered configuration (or fails t on the error rendering
+// it) with kube-scheduler's own scheme, and validates it, as joinery-scheduler does at start.
+func decodeSchedulerConfig(t *testing.T, data []byte, err error) *config.KubeSchedulerConfiguration {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, _, err := scheme.Codecs.UniversalDecoder().Decode(data, nil, nil)
+	if err != nil {
+		t.Fatalf("decode:\n%s\n%v", data, err)
+	}
+	cfg, ok := obj.(*config.KubeSchedulerConfiguration)
+	if !ok {
+		t.Fatalf("decoded %T", obj)
+	}
+	if err := validation.ValidateKubeSchedulerConfiguration(cfg); err != nil {
+		t.Fatalf("invalid: %v", err)
+	}
+	return cfg
+}
+
 // TestSchedulerConfig decodes the rendered file with kube-scheduler's own scheme and
 // validation, as joinery-scheduler does at start.
 func TestSchedulerConfig(t *testing.T) {
@@ -23,20 +44,7 @@ func TestSchedulerConfig(t *testing.T) {
 	}
 	for _, tc := range cases {
 		data, err := SchedulerConfig("/tmp/kubeconfig", tc.secondary)
-		if err != nil {
-			t.Fatal(err)
-		}
-		obj, _, err := scheme.Codecs.UniversalDecoder().Decode(data, nil, nil)
-		if err != nil {
-			t.Fatalf("decode:\n%s\n%v", data, err)
-		}
-		cfg, ok := obj.(*config.KubeSchedulerConfiguration)
-		if !ok {
-			t.Fatalf("decoded %T", obj)
-		}
-		if err := validation.ValidateKubeSchedulerConfiguration(cfg); err != nil {
-			t.Errorf("invalid: %v", err)
-		}
+		cfg := decodeSchedulerConfig(t, data, err)
 		var names []string
 		for _, p := range cfg.Profiles {
 			names = append(names, p.SchedulerName)
@@ -59,17 +67,7 @@ func TestSchedulerConfig(t *testing.T) {
 // factory decodes them.
 func TestSchedulerConfigPlugins(t *testing.T) {
 	data, err := SchedulerConfig("/tmp/kubeconfig", false, SchedulerPlugin{Name: "MaxPerLabel", Args: map[string]any{"labelKey": "app", "maxPerNode": 2}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	obj, _, err := scheme.Codecs.UniversalDecoder().Decode(data, nil, nil)
-	if err != nil {
-		t.Fatalf("decode:\n%s\n%v", data, err)
-	}
-	cfg := obj.(*config.KubeSchedulerConfiguration)
-	if err := validation.ValidateKubeSchedulerConfiguration(cfg); err != nil {
-		t.Fatalf("invalid: %v", err)
-	}
+	cfg := decodeSchedulerConfig(t, data, err)
 	for _, p := range cfg.Profiles {
 		if !slices.ContainsFunc(p.Plugins.MultiPoint.Enabled, func(pl config.Plugin) bool { return pl.Name == "MaxPerLabel" }) {
 			t.Errorf("profile %s: MaxPerLabel not enabled in multiPoint: %v", p.SchedulerName, p.Plugins.MultiPoint.Enabled)
@@ -93,17 +91,7 @@ func TestSchedulerConfigPlugins(t *testing.T) {
 func TestPlainSchedulerConfig(t *testing.T) {
 	for _, plugins := range [][]SchedulerPlugin{nil, {{Name: "MaxPerLabel"}}} {
 		data, err := PlainSchedulerConfig("/tmp/kubeconfig", false, plugins...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		obj, _, err := scheme.Codecs.UniversalDecoder().Decode(data, nil, nil)
-		if err != nil {
-			t.Fatalf("decode:\n%s\n%v", data, err)
-		}
-		cfg := obj.(*config.KubeSchedulerConfiguration)
-		if err := validation.ValidateKubeSchedulerConfiguration(cfg); err != nil {
-			t.Fatalf("invalid: %v", err)
-		}
+		cfg := decodeSchedulerConfig(t, data, err)
 		if len(cfg.Profiles) != 2 {
 			t.Fatalf("%d profiles, want joinery and default-scheduler", len(cfg.Profiles))
 		}
