@@ -489,7 +489,8 @@ func (w *slotWriter) take() map[string]map[types.UID]*corev1.Pod {
 	return out
 }
 
-// slotWriteDelay is how long the slot writer collects taken slots before it writes them.
+// slotWriteDelay is how long the slot writer collects taken slots before it writes them, on
+// the wall clock rather than p.clock: it only batches writes and decides nothing.
 const slotWriteDelay = 500 * time.Millisecond
 
 // writeSlots records taken slots on their NodeClaims until ctx ends. A replica whose

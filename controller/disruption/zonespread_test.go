@@ -41,8 +41,9 @@ func zonalCatalog(t testing.TB) cloudprovider.InstanceTypes {
 }
 
 // zonalSpotCatalog has, on spot in every zone of spreadZones, sixteen 2-vCPU types, sixteen
-// 4-vCPU types and one of 16 vCPUs, xlarge (4 GiB per vCPU), each priced by its size (a little more for each
-// later name). The fifteen cheapest types that hold a few pods are all 2-vCPU ones.
+// 4-vCPU types and one of 16 vCPUs, xlarge, with 4 GiB per vCPU, each priced by its size (a
+// little more for each later name). The fifteen cheapest types that hold a few pods are all
+// 2-vCPU ones.
 func zonalSpotCatalog(t testing.TB) cloudprovider.InstanceTypes {
 	t.Helper()
 	f := &catalog.File{}
