@@ -559,18 +559,7 @@ func TestSingleNodeConsolidationWaitsForANodeItWouldDisturb(t *testing.T) {
 			}
 			cluster, _ := loadCluster(t, objs...)
 			m := &SingleNodeConsolidation{Consolidation: Consolidation{Simulator: newSolverSimulator(t, its), InstanceTypes: benchTypes(its), Now: func() time.Time { return now }}}
-			cands, _ := cluster.Candidates(m.Reason(), m.Class())
-			var mine []*Candidate
-			for _, cand := range cands {
-				if m.ShouldDisrupt(cand) {
-					mine = append(mine, cand)
-				}
-			}
-			allowed, _ := cluster.Allowed(m.Reason(), now)
-			cmd, _, err := m.ComputeCommand(context.Background(), cluster, allowed, mine)
-			if err != nil {
-				t.Fatal(err)
-			}
+			cmd, _ := decideAt(context.Background(), t, cluster, m, now)
 			got := ""
 			if cmd != nil {
 				got = strings.Join(cmd.CandidateNames(), ",")
@@ -622,20 +611,9 @@ func TestConsolidationWaitsForNodesAboutToBecomeConsolidatable(t *testing.T) {
 			cluster, _ := loadCluster(t, objs...)
 			base := Consolidation{Simulator: newSolverSimulator(t, its), InstanceTypes: benchTypes(its), Now: func() time.Time { return now }}
 			for _, m := range []Method{&MultiNodeConsolidation{Consolidation: base}, &SingleNodeConsolidation{Consolidation: base}} {
-				cands, _ := cluster.Candidates(m.Reason(), m.Class())
-				var mine []*Candidate
-				for _, cand := range cands {
-					if m.ShouldDisrupt(cand) {
-						mine = append(mine, cand)
-					}
-				}
+				cmd, mine := decideAt(context.Background(), t, cluster, m, now)
 				if len(mine) != 2 {
 					t.Fatalf("%s: %d candidates, want a and b", m.Name(), len(mine))
-				}
-				allowed, _ := cluster.Allowed(m.Reason(), now)
-				cmd, _, err := m.ComputeCommand(context.Background(), cluster, allowed, mine)
-				if err != nil {
-					t.Fatal(err)
 				}
 				if waited := cmd == nil; waited != tc.wait {
 					t.Errorf("%s: command %v, want a wait: %v", m.Name(), cmd, tc.wait)

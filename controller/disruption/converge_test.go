@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +21,13 @@ import (
 // decide runs m over c as the loop does: its candidates, its budget.
 func decide(ctx context.Context, tb testing.TB, c *Cluster, m Method) *Command {
 	tb.Helper()
+	cmd, _ := decideAt(ctx, tb, c, m, epoch)
+	return cmd
+}
+
+// decideAt is decide with the budget read at now; it also returns m's candidates.
+func decideAt(ctx context.Context, tb testing.TB, c *Cluster, m Method, now time.Time) (*Command, []*Candidate) {
+	tb.Helper()
 	cands, _ := c.Candidates(m.Reason(), m.Class())
 	var mine []*Candidate
 	for _, cand := range cands {
@@ -27,12 +35,12 @@ func decide(ctx context.Context, tb testing.TB, c *Cluster, m Method) *Command {
 			mine = append(mine, cand)
 		}
 	}
-	allowed, _ := c.Allowed(m.Reason(), epoch)
+	allowed, _ := c.Allowed(m.Reason(), now)
 	cmd, _, err := m.ComputeCommand(ctx, c, allowed, mine)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return cmd
+	return cmd, mine
 }
 
 // applyCommand is the cluster after cmd has run: the candidates' NodeClaims and Nodes gone,
