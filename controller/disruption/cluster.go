@@ -77,12 +77,10 @@ func (c *Cluster) reserve(cmd *Command) {
 		c.receiving[dest] = true
 	}
 	// The earlier commands' replacements that cmd's pods land on launch large enough for them.
-	for name, r := range cmd.raises {
-		if earlier, i, ok := c.passReplacement(name); ok {
-			simulation.RaisePlannedRequests(earlier.Replacements[i], r.requests)
-			if r.instanceTypes != nil {
-				setInstanceTypes(earlier.Replacements[i], r.instanceTypes)
-			}
+	for _, r := range cmd.raises {
+		simulation.RaisePlannedRequests(r.replacement, r.requests)
+		if r.instanceTypes != nil {
+			setInstanceTypes(r.replacement, r.instanceTypes)
 		}
 	}
 	if len(cmd.Replacements) > 0 {

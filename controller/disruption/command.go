@@ -63,8 +63,8 @@ type Command struct {
 	// priced from the same listing (Controller.pricer), nil for a method that prices nothing.
 	prices *cost.Pricer
 	// raises are what the replacements of commands chosen earlier in the pass must hold once
-	// this command's pods are on them too (Simulation.Raised), by their names in the pass.
-	raises map[string]raise
+	// this command's pods are on them too (Simulation.Raised).
+	raises []raise
 	// narrowed are, by replacement, how each was narrowed to its cheapest spot types (nil for
 	// one that was not).
 	narrowed []*narrowing
@@ -73,6 +73,7 @@ type Command struct {
 // raise is what a replacement chosen earlier in the pass must hold once a later command's
 // pods land on it, and the instance types it then launches as (nil: those it has).
 type raise struct {
+	replacement   *karpv1.NodeClaim // the earlier command's, as it launches
 	requests      corev1.ResourceList
 	instanceTypes []string
 }

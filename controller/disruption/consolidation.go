@@ -431,24 +431,25 @@ func keepRaises(ctx context.Context, prices *priceBook, old, fresh *Command) err
 }
 
 // passRaises is what the replacements of the pass's earlier commands must hold for a command
-// whose simulation raised them, and, for one narrowed to its cheapest spot types, the types
-// it then launches as: chosen again among its options for what it must hold, a *Refusal when
-// too few of them hold it.
-func passRaises(cluster *Cluster, raised map[string]corev1.ResourceList) (map[string]raise, error) {
-	if len(raised) == 0 {
-		return nil, nil
-	}
-	out := make(map[string]raise, len(raised))
+// whose simulation raised them (by their names in the pass, Cluster.passReplacement), and, for
+// one narrowed to its cheapest spot types, the types it then launches as: chosen again among
+// its options for what it must hold, a *Refusal when too few of them hold it.
+func passRaises(cluster *Cluster, raised map[string]corev1.ResourceList) ([]raise, error) {
+	var out []raise
 	for name, requests := range raised {
-		r := raise{requests: requests}
-		if earlier, i, ok := cluster.passReplacement(name); ok && i < len(earlier.narrowed) && earlier.narrowed[i] != nil {
+		earlier, i, ok := cluster.passReplacement(name)
+		if !ok {
+			continue
+		}
+		r := raise{replacement: earlier.Replacements[i], requests: requests}
+		if i < len(earlier.narrowed) && earlier.narrowed[i] != nil {
 			names, err := earlier.narrowed[i].holding(requests)
 			if err != nil {
 				return nil, err
 			}
 			r.instanceTypes = names
 		}
-		out[name] = r
+		out = append(out, r)
 	}
 	return out, nil
 }

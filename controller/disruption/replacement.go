@@ -120,20 +120,13 @@ func (c *Consolidation) cheaperReplacement(ctx context.Context, prices *priceBoo
 			minValues = r.MinValues
 		}
 	}
-	if out.Labels == nil {
-		out.Labels = map[string]string{}
-	}
 	out.Spec.Requirements = reqs.NodeSelectorRequirementsWithMinValues()
 	for i := range out.Spec.Requirements {
 		if out.Spec.Requirements[i].Key == corev1.LabelInstanceTypeStable {
 			out.Spec.Requirements[i].MinValues = minValues
 		}
 	}
-	if len(names) == 1 {
-		out.Labels[corev1.LabelInstanceTypeStable] = names[0]
-	} else {
-		delete(out.Labels, corev1.LabelInstanceTypeStable)
-	}
+	setInstanceTypeLabel(out, names)
 	if spotOnly {
 		out.Labels[karpv1.CapacityTypeLabelKey] = karpv1.CapacityTypeSpot
 	}
@@ -201,6 +194,12 @@ func setInstanceTypes(nc *karpv1.NodeClaim, names []string) {
 			nc.Spec.Requirements[i].Values = slices.Clone(names)
 		}
 	}
+	setInstanceTypeLabel(nc, names)
+}
+
+// setInstanceTypeLabel labels nc with its instance type when names, the types it may launch
+// as, are one, and removes the label otherwise.
+func setInstanceTypeLabel(nc *karpv1.NodeClaim, names []string) {
 	if nc.Labels == nil {
 		nc.Labels = map[string]string{}
 	}
